@@ -1,0 +1,1 @@
+"""Adapters of the ports: real ones for the world, and deterministic fakes."""

@@ -1,0 +1,159 @@
+"""A model that plays a script: text in chunks, tool calls, usage, stops and failures.
+
+Example::
+
+    model = ScriptedModel([
+        ScriptedResponse.calling("bash", command="ls"),
+        ScriptedResponse.saying("All done.", chunks=3),
+    ])
+
+A script can also be a mapping from a conversation's first user message (its task)
+to its own list of responses, so sub-agents get theirs; ``"*"`` is the default.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from returns.result import Failure, Result, Success
+
+from treadle.ports.clock import Clock
+from treadle.ports.conversation import ToolCall, Usage
+from treadle.ports.model import (
+    HttpStatusError,
+    MalformedStream,
+    ModelError,
+    ModelRequest,
+    StopReason,
+    StreamEnd,
+    StreamEvent,
+    TextDelta,
+    ToolCallReady,
+    TransportError,
+    UsageReported,
+)
+
+_call_ids = itertools.count(1)
+
+
+@dataclass(frozen=True, slots=True)
+class ScriptedResponse:
+    """One scripted answer.
+
+    ``failure`` replaces the end of the stream: with no ``text`` it fails before any
+    text, otherwise after the chunks. ``chunk_delay`` is clock time between chunks.
+    ``stop`` defaults to ``tool_use`` when there are calls, else ``end_turn``.
+    """
+
+    text: tuple[str, ...] = ()
+    tool_calls: tuple[ToolCall, ...] = ()
+    usage: Usage = field(default_factory=Usage)
+    stop: StopReason | None = None
+    failure: ModelError | None = None
+    chunk_delay: float = 0.0
+
+    @staticmethod
+    def saying(text: str, *, chunks: int = 1, usage: Usage | None = None) -> ScriptedResponse:
+        size = max(1, -(-len(text) // max(1, chunks)))
+        parts = tuple(text[i : i + size] for i in range(0, len(text), size)) or ("",)
+        return ScriptedResponse(parts, usage=usage or Usage(10, len(text.split())))
+
+    @staticmethod
+    def calling(name: str, text: str = "", **arguments: Any) -> ScriptedResponse:
+        call = ToolCall(f"call_{next(_call_ids)}", name, json.dumps(arguments))
+        return ScriptedResponse((text,) if text else (), (call,), Usage(10, 5))
+
+    @staticmethod
+    def failing(error: ModelError, *, after: str = "") -> ScriptedResponse:
+        return ScriptedResponse((after,) if after else (), failure=error)
+
+
+class ScriptedModel:
+    """The Model port, answering from a script; ``requests`` keeps what it was asked."""
+
+    def __init__(
+        self,
+        script: Sequence[ScriptedResponse] | Mapping[str, Sequence[ScriptedResponse]],
+        clock: Clock | None = None,
+    ) -> None:
+        scripts = script if isinstance(script, Mapping) else {"*": script}
+        self._scripts = {key: list(responses) for key, responses in scripts.items()}
+        self._clock = clock
+        self.requests: list[ModelRequest] = []
+
+    @classmethod
+    def from_json(cls, path: str | Path, clock: Clock | None = None) -> ScriptedModel:
+        """Load a script: ``{"responses": [...], "agents": {"sub-task": [...]}}``."""
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        script: dict[str, Sequence[ScriptedResponse]] = {
+            "*": [response_from_json(r) for r in data.get("responses", [])]
+        }
+        for task, responses in data.get("agents", {}).items():
+            script[task] = [response_from_json(r) for r in responses]
+        return cls(script, clock)
+
+    def remaining(self, key: str = "*") -> int:
+        return len(self._scripts.get(key, ()))
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[Result[StreamEvent, ModelError]]:
+        self.requests.append(request)
+        task = next((m.text for m in request.messages if m.role == "user"), "")
+        queue = self._scripts[task] if task in self._scripts else self._scripts.get("*", [])
+        if not queue:
+            yield Failure(MalformedStream(f"the script has no response left for {task[:60]!r}"))
+            return
+        response = queue.pop(0)
+        for chunk in response.text:
+            if response.chunk_delay and self._clock is not None:
+                await self._clock.sleep(response.chunk_delay)
+            yield Success(TextDelta(chunk))
+        if response.failure is not None:
+            yield Failure(response.failure)
+            return
+        for call in response.tool_calls:
+            yield Success(ToolCallReady(call))
+        yield Success(UsageReported(response.usage))
+        yield Success(StreamEnd(response.stop or ("tool_use" if response.tool_calls else "end_turn")))
+
+
+def response_from_json(data: Mapping[str, Any]) -> ScriptedResponse:
+    """One response of a JSON script.
+
+    ``{"text": ["Hel", "lo"], "tool_calls": [{"name": "bash", "arguments": {...}}],
+    "usage": {"input_tokens": 1, "output_tokens": 2}, "stop": "max_tokens",
+    "failure": {"transport": "connection_reset"} or {"status": 503}, "chunk_delay": 0.5}``.
+    ``arguments`` may be a JSON string, kept as it is (to script invalid JSON).
+    """
+    text = data.get("text", ())
+    calls = tuple(
+        ToolCall(
+            str(call.get("id") or f"call_{next(_call_ids)}"),
+            str(call["name"]),
+            call["arguments"] if isinstance(call.get("arguments"), str) else json.dumps(call.get("arguments", {})),
+        )
+        for call in data.get("tool_calls", ())
+    )
+    usage = data.get("usage", {})
+    return ScriptedResponse(
+        text=(text,) if isinstance(text, str) else tuple(text),
+        tool_calls=calls,
+        usage=Usage(int(usage.get("input_tokens", 0)), int(usage.get("output_tokens", 0))),
+        stop=data.get("stop"),
+        failure=_failure_from_json(data.get("failure")),
+        chunk_delay=float(data.get("chunk_delay", 0.0)),
+    )
+
+
+def _failure_from_json(data: Mapping[str, Any] | None) -> ModelError | None:
+    if data is None:
+        return None
+    if "status" in data:
+        return HttpStatusError(int(data["status"]), str(data.get("detail", "")))
+    if "transport" in data:
+        return TransportError(data["transport"], str(data.get("detail", "")))
+    return MalformedStream(str(data.get("malformed", "scripted malformed stream")))

@@ -1,0 +1,74 @@
+"""A process runner that plays scripted results and honours deadlines on the clock."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from returns.result import Failure, Result, Success
+
+from treadle.domain.output_bound import OutputBound
+from treadle.ports.clock import Clock
+from treadle.ports.process import ProcessError, ProcessResult, ProcessSpec
+
+SIGKILL = 9
+
+
+@dataclass(frozen=True, slots=True)
+class FakeProcess:
+    """What a scripted command prints, how it ends, and how long it takes."""
+
+    output: bytes | str = b""
+    exit_code: int = 0
+    duration: float = 0.0
+    signal: int | None = None
+
+
+class FakeRunner:
+    """The ProcessRunner port without processes.
+
+    ``script`` maps a command line to its :class:`FakeProcess` (or is a function of
+    the command); an unknown command exits 127. A command longer than its deadline
+    ends at the deadline, timed out, killed. ``specs`` keeps every spec it ran.
+
+    Example::
+
+        runner = FakeRunner(clock, {"make test": FakeProcess("ok\\n", duration=3.0)})
+    """
+
+    def __init__(
+        self,
+        clock: Clock,
+        script: Mapping[str, FakeProcess] | Callable[[str], FakeProcess] | None = None,
+    ) -> None:
+        self._clock = clock
+        self._script = script or {}
+        self.specs: list[ProcessSpec] = []
+
+    def _lookup(self, command: str) -> FakeProcess:
+        if callable(self._script):
+            return self._script(command)
+        return self._script.get(
+            command, FakeProcess(f"bash: {command.split()[0] if command.split() else ''}: command not found\n", 127)
+        )
+
+    async def run(self, spec: ProcessSpec) -> Result[ProcessResult, ProcessError]:
+        self.specs.append(spec)
+        if not spec.command.strip():
+            return Failure(ProcessError("empty command"))
+        process = self._lookup(spec.command)
+        timed_out = process.duration > spec.timeout
+        await self._clock.sleep(min(process.duration, spec.timeout))
+        raw = process.output.encode() if isinstance(process.output, str) else process.output
+        bounded = OutputBound.of(raw, spec.output_limit)
+        return Success(
+            ProcessResult(
+                output=bounded.text(),
+                exit_code=None if timed_out or process.signal else process.exit_code,
+                signal=SIGKILL if timed_out else process.signal,
+                duration=min(process.duration, spec.timeout),
+                timed_out=timed_out,
+                truncated=bounded.truncated,
+                omitted_bytes=bounded.omitted,
+            )
+        )

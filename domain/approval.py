@@ -1,0 +1,87 @@
+"""The approval policy: which tool calls run, which need a yes, which are refused.
+
+Example::
+
+    >>> decide_approval("ask", "execute", "git status", allowed=("git status",))
+    Allow()
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections.abc import Collection
+from dataclasses import dataclass
+from typing import Literal
+
+from treadle.ports.tools import Access
+
+ApprovalPolicy = Literal["ask", "auto", "read-only"]
+POLICIES: tuple[ApprovalPolicy, ...] = ("ask", "auto", "read-only")
+
+# Programs whose first argument names what they do: "always allow git status" should
+# not also allow "git push".
+_TWO_WORD_PROGRAMS = frozenset(
+    {"git", "npm", "pnpm", "yarn", "cargo", "go", "pip", "uv", "poetry", "make", "docker",
+     "kubectl", "python", "python3"}
+)
+# A command that chains or redirects can do more than its first words say.
+_SHELL_CONTROL = re.compile(r"[;&|`<>\n]|\$\(")
+
+
+@dataclass(frozen=True, slots=True)
+class Allow:
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class Ask:
+    prefix: str
+
+
+@dataclass(frozen=True, slots=True)
+class Deny:
+    why: str
+
+
+def command_prefix(command: str) -> str:
+    """The words an "always for this command prefix" answer would allow."""
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        words = command.split()
+    if not words:
+        return ""
+    if words[0] in _TWO_WORD_PROGRAMS and len(words) > 1 and not words[1].startswith("-"):
+        return " ".join(words[:2])
+    return words[0]
+
+
+def is_allowed_by_prefix(command: str, allowed: Collection[str]) -> bool:
+    """A plain command (no chaining, pipes or redirection) whose prefix was allowed."""
+    if _SHELL_CONTROL.search(command):
+        return False
+    prefix = command_prefix(command)
+    return bool(prefix) and prefix in allowed
+
+
+def decide_approval(
+    policy: ApprovalPolicy,
+    access: Access,
+    subject: str,
+    *,
+    allowed: Collection[str] = (),
+    tool: str = "",
+) -> Allow | Ask | Deny:
+    """Decide on one call. ``subject`` is a command for ``execute``, a path for ``write``."""
+    if access in ("read", "none") or policy == "auto":
+        return Allow()
+    if policy == "read-only":
+        return Deny(f"the read-only approval policy does not allow {tool or access} calls")
+    if access == "execute":
+        if is_allowed_by_prefix(subject, allowed):
+            return Allow()
+        return Ask(command_prefix(subject))
+    if tool and tool in allowed:
+        return Allow()
+    return Ask(tool)

@@ -1,0 +1,225 @@
+"""Getting one whole answer from the model: streaming, retries and continuations.
+
+The decisions are the pure functions of :mod:`retry` and :mod:`truncation`; this
+module only drives the Model and Clock ports with them and reports what happens.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable, Sequence
+from dataclasses import dataclass, field
+
+from returns.result import Failure, Result, Success
+
+from treadle.domain.history import History
+from treadle.domain.retry import GiveUp, decide_retry
+from treadle.domain.settings import TurnSettings
+from treadle.domain.stop import STOPPED, StopSignal
+from treadle.domain.truncation import ResponseTruncated, continue_truncated
+from treadle.ports.clock import Clock
+from treadle.ports.conversation import Message, ToolCall, Usage
+from treadle.ports.events import (
+    AnswerDelta,
+    ContinuationRequested,
+    RequestFailed,
+    RequestSent,
+    ResponseReceived,
+    RetryScheduled,
+    TurnEvent,
+    TurnOutcome,
+)
+from treadle.ports.model import (
+    CredentialsRejected,
+    HttpStatusError,
+    MalformedStream,
+    Model,
+    ModelError,
+    ModelRequest,
+    StreamEnd,
+    StreamEvent,
+    TextDelta,
+    ToolCallReady,
+    ToolSpec,
+    TransportError,
+    UsageReported,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """A complete response: its text (continuations joined) and the calls it asks for."""
+
+    text: str
+    tool_calls: tuple[ToolCall, ...]
+
+
+@dataclass(slots=True)
+class _Attempt:
+    """What one streamed attempt produced so far (kept when it is stopped midway)."""
+
+    parts: list[str] = field(default_factory=list)
+    calls: list[ToolCall] = field(default_factory=list)
+    usage: Usage = field(default_factory=Usage)
+    end: StreamEnd | None = None
+    error: ModelError | None = None
+
+    @property
+    def text(self) -> str:
+        return "".join(self.parts)
+
+
+def failure_outcome(error: ModelError) -> TurnOutcome:
+    """How a model failure that will not be retried ends the turn."""
+    match error:
+        case CredentialsRejected(needed=needed):
+            return TurnOutcome.blocked(needed)
+        case TransportError():
+            return TurnOutcome.failed("TransportError", error.describe())
+        case HttpStatusError():
+            return TurnOutcome.failed("HttpError", error.describe())
+        case MalformedStream():
+            return TurnOutcome.failed("MalformedStream", error.describe())
+
+
+@dataclass
+class Responder:
+    """Asks the model for one answer on behalf of one agent."""
+
+    model: Model
+    clock: Clock
+    settings: TurnSettings
+    emit: Callable[[TurnEvent], None]
+    agent: str = ""
+    requests: int = 0
+    doing: str = "starting"
+    on_usage: Callable[[Usage], None] = lambda usage: None
+
+    async def respond(
+        self, history: History, tools: Sequence[ToolSpec], stop: StopSignal
+    ) -> Answer | TurnOutcome:
+        """One answer, or how the turn ends: failed, blocked or paused.
+
+        Text already shown is never shown again: a failure after it ends the turn,
+        and a continuation only adds what comes next.
+        """
+        shown = ""
+        max_tokens = self.settings.budget.initial
+        continuations = 0
+        attempt = 1
+        while True:
+            request = ModelRequest(
+                system=self.settings.system_prompt,
+                messages=history.messages,
+                tools=tools,
+                max_tokens=max_tokens,
+                continuation=shown,
+                attempt=attempt,
+            )
+            self.requests += 1
+            self.doing = f"waiting for the model (request {self.requests})"
+            self.emit(
+                RequestSent(
+                    self.requests,
+                    attempt,
+                    max_tokens,
+                    len(history),
+                    history.digest,
+                    bool(shown),
+                    self.agent,
+                )
+            )
+            current = _Attempt()
+            raced = await stop.race(self._stream(request, current))
+            self._count(current.usage)
+            if raced is STOPPED:
+                _keep_partial(history, shown + current.text, current.calls)
+                return TurnOutcome.paused()
+            if current.error is not None:
+                error = current.error
+                self.emit(RequestFailed(self.requests, attempt, error.describe(), self.agent))
+                decision = decide_retry(
+                    self.settings.retry,
+                    error,
+                    attempt=attempt,
+                    text_shown=bool(shown or current.text),
+                )
+                if isinstance(decision, GiveUp):
+                    _keep_partial(history, shown + current.text, ())
+                    return failure_outcome(error)
+                self.emit(
+                    RetryScheduled(
+                        decision.attempt,
+                        self.settings.retry.attempts,
+                        decision.pause,
+                        error.describe(),
+                        self.agent,
+                    )
+                )
+                self.doing = f"retrying in {decision.pause:g} s"
+                if await stop.race(self.clock.sleep(decision.pause)) is STOPPED:
+                    return TurnOutcome.paused()
+                attempt = decision.attempt
+                continue
+            assert current.end is not None
+            self.emit(
+                ResponseReceived(
+                    self.requests,
+                    current.text,
+                    tuple(current.calls),
+                    current.usage,
+                    current.end.stop_reason,
+                    self.agent,
+                )
+            )
+            if current.end.stop_reason != "max_tokens":
+                return Answer(shown + current.text, tuple(current.calls))
+            # Cut by the budget: whatever calls it held may be cut too, so none runs;
+            # the model goes on from the text already shown.
+            shown += current.text
+            step = continue_truncated(self.settings.budget, current=max_tokens, done=continuations)
+            if isinstance(step, ResponseTruncated):
+                _keep_partial(history, shown, ())
+                return TurnOutcome.failed("ResponseTruncated", step.describe())
+            max_tokens, continuations, attempt = step.max_tokens, step.continuation, 1
+            self.emit(ContinuationRequested(continuations, max_tokens, self.agent))
+
+    async def _stream(self, request: ModelRequest, attempt: _Attempt) -> None:
+        stream = self.model.stream(request)
+        try:
+            await self._consume(stream, attempt)
+        finally:
+            close = getattr(stream, "aclose", None)
+            if close is not None:
+                await close()
+
+    async def _consume(
+        self, stream: AsyncIterator[Result[StreamEvent, ModelError]], attempt: _Attempt
+    ) -> None:
+        async for item in stream:
+            match item:
+                case Success(TextDelta(text=text)):
+                    if text:
+                        attempt.parts.append(text)
+                        self.doing = "writing its answer"
+                        self.emit(AnswerDelta(text, self.agent))
+                case Success(ToolCallReady(call=call)):
+                    attempt.calls.append(call)
+                case Success(UsageReported(usage=usage)):
+                    attempt.usage = usage
+                case Success(StreamEnd() as end):
+                    attempt.end = end
+                    return
+                case Failure(error):
+                    attempt.error = error
+                    return
+        attempt.error = MalformedStream("the stream ended without its final event")
+
+    def _count(self, usage: Usage) -> None:
+        if usage.total:
+            self.on_usage(usage)
+
+
+def _keep_partial(history: History, text: str, calls: Sequence[ToolCall]) -> None:
+    """Keep what was shown of an answer that did not complete, marked as interrupted."""
+    if text or calls:
+        history.append(Message.assistant(text, tuple(calls), interrupted=True))

@@ -1,0 +1,40 @@
+"""What a turn needs to know besides its ports: budgets, schedules, policy, limits."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from treadle.domain.approval import ApprovalPolicy
+from treadle.domain.prompt import SYSTEM_PROMPT
+from treadle.domain.retry import RetrySchedule
+from treadle.domain.truncation import TokenBudget
+from treadle.ports.tools import ToolLimits
+
+
+@dataclass(frozen=True, slots=True)
+class SubAgentClocks:
+    """A sub-agent reports every ``check_interval`` seconds and stops at ``deadline``.
+
+    After the deadline it has ``report_grace`` seconds to write its final report.
+    """
+
+    check_interval: float = 30.0
+    deadline: float = 600.0
+    report_grace: float = 60.0
+
+    def __post_init__(self) -> None:
+        if self.check_interval <= 0 or self.deadline <= 0 or self.report_grace < 0:
+            raise ValueError("sub-agent clocks must be positive")
+
+
+@dataclass(frozen=True, slots=True)
+class TurnSettings:
+    workspace: str = "."
+    session_dir: str = ""
+    system_prompt: str = SYSTEM_PROMPT
+    budget: TokenBudget = field(default_factory=TokenBudget)
+    retry: RetrySchedule = field(default_factory=RetrySchedule)
+    approval: ApprovalPolicy = "auto"
+    allowed_prefixes: tuple[str, ...] = ()
+    limits: ToolLimits = field(default_factory=ToolLimits)
+    subagents: SubAgentClocks = field(default_factory=SubAgentClocks)

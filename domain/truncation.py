@@ -1,0 +1,53 @@
+"""Continuing an answer that hit its token budget.
+
+Example::
+
+    >>> budget = TokenBudget(initial=1000, growth=2.0, cap=3000, continuations=2)
+    >>> continue_truncated(budget, current=1000, done=0)
+    Continue(max_tokens=2000, continuation=1)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class TokenBudget:
+    """The output budget of a request, how it grows when cut, its cap, and how often."""
+
+    initial: int = 8192
+    growth: float = 2.0
+    cap: int = 32768
+    continuations: int = 3
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.initial <= self.cap:
+            raise ValueError("token budget: need 1 <= initial <= cap")
+        if self.growth < 1.0:
+            raise ValueError("token budget: growth must be at least 1")
+        if self.continuations < 0:
+            raise ValueError("token budget: continuations cannot be negative")
+
+
+@dataclass(frozen=True, slots=True)
+class Continue:
+    max_tokens: int
+    continuation: int
+
+
+@dataclass(frozen=True, slots=True)
+class ResponseTruncated:
+    continuations: int
+
+    def describe(self) -> str:
+        return f"the answer still hit its token budget after {self.continuations} continuations"
+
+
+def continue_truncated(
+    budget: TokenBudget, *, current: int, done: int
+) -> Continue | ResponseTruncated:
+    """What follows a response cut at ``current`` tokens after ``done`` continuations."""
+    if done >= budget.continuations:
+        return ResponseTruncated(done)
+    return Continue(max_tokens=min(budget.cap, round(current * budget.growth)), continuation=done + 1)

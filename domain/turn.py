@@ -1,0 +1,281 @@
+"""The turn loop: ask the model, run the tools it calls, send the results, repeat.
+
+Example (see the README for the whole program)::
+
+    agent = Agent(TurnPorts(model, clock, runner, terminal))
+    outcome = await agent.run_turn("fix the failing test")
+    print(outcome.screen_line)
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from treadle.domain.approval import Ask, Deny, decide_approval
+from treadle.domain.arguments import parse_arguments
+from treadle.domain.builtin_tools import AskTool, BashTool, UpdatePlanTool
+from treadle.domain.history import History, close_unanswered
+from treadle.domain.response import Answer, Responder
+from treadle.domain.settings import TurnSettings
+from treadle.domain.stop import STOPPED, StopSignal
+from treadle.ports.clock import Clock
+from treadle.ports.conversation import Message, ToolCall, Usage
+from treadle.ports.events import (
+    MessageAdded,
+    ToolFinished,
+    ToolStarted,
+    TurnEnded,
+    TurnEvent,
+    TurnOutcome,
+    TurnStarted,
+    UsageUpdated,
+)
+from treadle.ports.model import Model
+from treadle.ports.process import ProcessRunner
+from treadle.ports.terminal import ApprovalRequest, Terminal
+from treadle.ports.tools import EndTurn, Tool, ToolContext, ToolOutcome, ToolResult
+from treadle.ports.transcript import TranscriptStore
+
+
+@dataclass(frozen=True, slots=True)
+class TurnPorts:
+    """The ports one agent drives."""
+
+    model: Model
+    clock: Clock
+    runner: ProcessRunner
+    terminal: Terminal
+    transcript: TranscriptStore | None = None
+
+
+def core_tools() -> list[Tool]:
+    """The tools that need only the ports: bash, update_plan and ask."""
+    return [BashTool(), UpdatePlanTool(), AskTool()]
+
+
+class Agent:
+    """One conversation with the model, turn after turn.
+
+    ``tools`` defaults to :func:`core_tools`; the ``agent`` tool for sub-agents is
+    added unless ``subagents`` is False. Sub-agents share the ports and add their
+    tokens to this agent's turn.
+    """
+
+    def __init__(
+        self,
+        ports: TurnPorts,
+        settings: TurnSettings | None = None,
+        tools: Sequence[Tool] | None = None,
+        *,
+        name: str = "",
+        history: History | None = None,
+        subagents: bool = True,
+    ) -> None:
+        from treadle.domain.subagent import AgentTool
+
+        self.ports = ports
+        self.settings = settings or TurnSettings()
+        self.name = name
+        self.history = history or History()
+        self.history.listener = lambda message: self.emit(MessageAdded(message, name))
+        self.base_tools = list(core_tools() if tools is None else tools)
+        self._tools = list(self.base_tools)
+        if subagents:
+            self._tools.append(AgentTool(self))
+        self.tools = {tool.spec.name: tool for tool in self._tools}
+        self._allowed = set(self.settings.allowed_prefixes)
+        self.responder = Responder(
+            ports.model, ports.clock, self.settings, self.emit, name, on_usage=self.add_usage
+        )
+        self.usage = Usage()
+        self.requests_before_turn = 0
+        self.children = 0
+
+    # What the terminal and the caller see ------------------------------------
+
+    def emit(self, event: TurnEvent) -> None:
+        self.ports.terminal.show(event)
+        if self.ports.transcript is not None:
+            self.ports.transcript.record(event)
+
+    @property
+    def requests(self) -> int:
+        """Requests made in the current turn."""
+        return self.responder.requests - self.requests_before_turn
+
+    @property
+    def doing(self) -> str:
+        return self.responder.doing
+
+    def add_usage(self, usage: Usage) -> None:
+        """Tokens spent on this agent's behalf (by a sub-agent) count in its turn."""
+        self.usage += usage
+        self.emit(UsageUpdated(usage, self.usage, self.requests, self.name))
+
+    # The loop --------------------------------------------------------------------
+
+    async def run_turn(
+        self, task: str, stop: StopSignal | None = None, *, announce: bool = True
+    ) -> TurnOutcome:
+        """Run one turn on ``task`` until the model answers without a tool call.
+
+        Nothing caps the number of requests; ``stop`` (Esc, a caller, a deadline)
+        ends it as paused. The history stays sendable whatever happens.
+        """
+        stop = stop or StopSignal()
+        if not self.name:  # the main agent owns the terminal's Esc and Ctrl-C
+            self.ports.terminal.bind_interrupt(lambda: stop.set("interrupted"))
+        started = self.ports.clock.now()
+        self.usage = Usage()
+        self.requests_before_turn = self.responder.requests
+        if announce:
+            self.emit(TurnStarted(task, self.name))
+        close_unanswered(self.history)
+        self.history.append(Message.user(task))
+        try:
+            outcome = await self._loop(stop)
+        except asyncio.CancelledError:
+            close_unanswered(self.history)
+            self._end(TurnOutcome.paused(), started)
+            raise
+        except Exception as bug:  # a bug must still end the turn with a line and a record
+            close_unanswered(self.history)
+            outcome = TurnOutcome.failed("InternalError", f"{type(bug).__name__}: {bug}")
+        self._end(outcome, started)
+        return outcome
+
+    def _end(self, outcome: TurnOutcome, started: float) -> None:
+        elapsed = self.ports.clock.now() - started
+        self.emit(TurnEnded(outcome, self.usage, self.requests, elapsed, self.name))
+
+    async def _loop(self, stop: StopSignal) -> TurnOutcome:
+        specs = [tool.spec for tool in self._tools]
+        while True:
+            answer = await self.responder.respond(self.history, specs, stop)
+            if isinstance(answer, TurnOutcome):
+                return answer
+            self.history.append(Message.assistant(answer.text, answer.tool_calls))
+            if not answer.tool_calls:
+                return TurnOutcome.finished()
+            ended = await self._run_calls(answer, stop)
+            if ended is not None:
+                return ended
+
+    async def answer_without_tools(self, task: str, stop: StopSignal) -> Answer | TurnOutcome:
+        """One answer to ``task`` with no tools offered (a sub-agent's final report)."""
+        self.history.append(Message.user(task))
+        answer = await self.responder.respond(self.history, [], stop)
+        if isinstance(answer, Answer):
+            self.history.append(Message.assistant(answer.text))
+        return answer
+
+    # Tools -------------------------------------------------------------------------
+
+    async def _run_calls(self, answer: Answer, stop: StopSignal) -> TurnOutcome | None:
+        """Run the calls in order; read-only ones and sub-agents side by side."""
+        results: dict[str, ToolOutcome] = {}
+        ended: TurnOutcome | None = None
+        for batch in _batches(answer.tool_calls, self.tools):
+            raced = await stop.race(self._run_batch(batch, results))
+            if raced is STOPPED:
+                ended = TurnOutcome.paused()
+                break
+            ended = next(
+                (r.outcome for r in results.values() if isinstance(r, EndTurn)), None
+            )
+            if ended is not None:
+                break
+        for call in answer.tool_calls:
+            match results.get(call.id):
+                case ToolResult(text=text, is_error=is_error):
+                    self.history.append(Message.tool(call.id, text, is_error=is_error))
+                case EndTurn(text=text) if text:
+                    self.history.append(Message.tool(call.id, text))
+        close_unanswered(self.history)
+        return ended
+
+    async def _run_batch(self, batch: Sequence[ToolCall], results: dict[str, ToolOutcome]) -> None:
+        async def run_one(call: ToolCall) -> None:
+            results[call.id] = await self._run_call(call)
+
+        await asyncio.gather(*(run_one(call) for call in batch))
+
+    async def _run_call(self, call: ToolCall) -> ToolOutcome:
+        tool = self.tools.get(call.name)
+        if tool is None:
+            known = ", ".join(self.tools)
+            return self._refuse(call, f"unknown tool '{call.name}'; the tools are: {known}")
+        parsed = parse_arguments(call.arguments, tool.spec.parameters)
+        arguments = parsed.value_or(None)
+        if arguments is None:
+            return self._refuse(call, f"bad arguments for {call.name}: {parsed.failure()}")
+        summary = tool.describe(arguments)
+        decision = decide_approval(
+            self.settings.approval, tool.access, summary, allowed=self._allowed, tool=call.name
+        )
+        if isinstance(decision, Deny):
+            return self._refuse(call, decision.why)
+        if isinstance(decision, Ask):
+            request = ApprovalRequest(call.name, summary, decision.prefix)
+            reply = await self.ports.terminal.ask_approval(request)
+            if reply is None:
+                return EndTurn(
+                    TurnOutcome.blocked(f"approval needed to run {call.name}: {summary}")
+                )
+            if reply == "no":
+                return self._refuse(call, "the user declined this call")
+            if reply == "always":
+                self._allowed.add(decision.prefix)
+        return await self._execute(tool, call, arguments, summary)
+
+    async def _execute(
+        self, tool: Tool, call: ToolCall, arguments: dict[str, object], summary: str
+    ) -> ToolOutcome:
+        clock = self.ports.clock
+        self.responder.doing = f"running {call.name}: {summary}"[:120]
+        self.emit(ToolStarted(call, summary, self.name))
+        started = clock.now()
+        try:
+            outcome = await tool.run(arguments, self._context())
+        except Exception as bug:  # a broken tool is reported to the model; the turn goes on
+            outcome = ToolResult(f"the tool failed: {type(bug).__name__}: {bug}", True, "crashed")
+        match outcome:
+            case ToolResult(status=status, is_error=is_error):
+                self.emit(ToolFinished(call, status, is_error, clock.now() - started, self.name))
+            case EndTurn(outcome=ending):
+                self.emit(ToolFinished(call, ending.kind.value, False, 0.0, self.name))
+        return outcome
+
+    def _refuse(self, call: ToolCall, why: str) -> ToolResult:
+        self.emit(ToolStarted(call, call.arguments[:80], self.name))
+        self.emit(ToolFinished(call, "refused", True, 0.0, self.name))
+        return ToolResult(f"Error: {why}", is_error=True, status="refused")
+
+    def _context(self) -> ToolContext:
+        return ToolContext(
+            workspace=self.settings.workspace,
+            session_dir=self.settings.session_dir,
+            runner=self.ports.runner,
+            clock=self.ports.clock,
+            limits=self.settings.limits,
+            emit=self.emit,
+            ask_question=self.ports.terminal.ask_question,
+            agent=self.name,
+        )
+
+
+def _batches(calls: Sequence[ToolCall], tools: dict[str, Tool]) -> list[list[ToolCall]]:
+    """Group neighbouring calls that may run side by side: reads and sub-agents."""
+    batches: list[list[ToolCall]] = []
+    previous_parallel = False
+    for call in calls:
+        tool = tools.get(call.name)
+        parallel = tool is not None and (tool.access == "read" or call.name == "agent")
+        if parallel and previous_parallel:
+            batches[-1].append(call)
+        else:
+            batches.append([call])
+        previous_parallel = parallel
+    return batches

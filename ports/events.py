@@ -1,0 +1,261 @@
+"""What happens during a turn, as values: shown on the terminal and kept in the transcript.
+
+Every event names the ``agent`` it belongs to: ``""`` for the main turn, a name such
+as ``"agent-1"`` for a sub-agent (``"agent-1/agent-1"`` for one of its own).
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from typing import Literal
+
+from treadle.ports.conversation import Message, ToolCall, Usage
+from treadle.ports.model import StopReason
+
+
+class OutcomeKind(enum.Enum):
+    FINISHED = "finished"
+    FAILED = "failed"
+    BLOCKED = "blocked"
+    WAITING = "waiting for input"
+    PAUSED = "paused"
+
+
+EXIT_CODES = {
+    OutcomeKind.FINISHED: 0,
+    OutcomeKind.FAILED: 1,
+    OutcomeKind.BLOCKED: 3,
+    OutcomeKind.WAITING: 4,
+    OutcomeKind.PAUSED: 130,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class TurnOutcome:
+    """How a turn ended. ``reason`` is the failure's kind (``ResponseTruncated``…).
+
+    Example: ``TurnOutcome.failed("ResponseTruncated", "3 continuations").screen_line``
+    is ``"Turn failed: ResponseTruncated: 3 continuations"``.
+    """
+
+    kind: OutcomeKind
+    detail: str = ""
+    reason: str = ""
+
+    @staticmethod
+    def finished() -> TurnOutcome:
+        return TurnOutcome(OutcomeKind.FINISHED)
+
+    @staticmethod
+    def failed(reason: str, detail: str) -> TurnOutcome:
+        return TurnOutcome(OutcomeKind.FAILED, detail, reason)
+
+    @staticmethod
+    def blocked(needed: str) -> TurnOutcome:
+        return TurnOutcome(OutcomeKind.BLOCKED, needed)
+
+    @staticmethod
+    def waiting(question: str) -> TurnOutcome:
+        return TurnOutcome(OutcomeKind.WAITING, question)
+
+    @staticmethod
+    def paused(detail: str = "") -> TurnOutcome:
+        return TurnOutcome(OutcomeKind.PAUSED, detail)
+
+    @property
+    def exit_code(self) -> int:
+        return EXIT_CODES[self.kind]
+
+    @property
+    def screen_line(self) -> str:
+        match self.kind:
+            case OutcomeKind.FINISHED:
+                return "Turn finished"
+            case OutcomeKind.FAILED:
+                return f"Turn failed: {self.reason}: {self.detail}"
+            case OutcomeKind.BLOCKED:
+                return f"Turn blocked: {self.detail}"
+            case OutcomeKind.WAITING:
+                return f"Turn waiting for input: {self.detail}"
+            case OutcomeKind.PAUSED:
+                return "Turn paused"
+
+
+PlanStatus = Literal["pending", "in_progress", "completed"]
+
+
+@dataclass(frozen=True, slots=True)
+class PlanStep:
+    step: str
+    status: PlanStatus = "pending"
+
+
+@dataclass(frozen=True, slots=True)
+class TurnStarted:
+    task: str
+    agent: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class MessageAdded:
+    """A message joined the conversation (the transcript rebuilds it from these)."""
+
+    message: Message
+    agent: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class RequestSent:
+    """A request went out. ``digest`` fingerprints the whole history it carried."""
+
+    number: int
+    attempt: int
+    max_tokens: int
+    message_count: int
+    digest: str
+    continuation: bool = False
+    agent: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class AnswerDelta:
+    text: str
+    agent: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ResponseReceived:
+    """A response ended: everything it said, as one value (replay answers with these)."""
+
+    number: int
+    text: str
+    tool_calls: tuple[ToolCall, ...]
+    usage: Usage
+    stop_reason: StopReason
+    agent: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class RequestFailed:
+    number: int
+    attempt: int
+    error: str
+    agent: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class RetryScheduled:
+    """A transient failure will be retried after ``pause`` seconds."""
+
+    attempt: int
+    attempts: int
+    pause: float
+    error: str
+    agent: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ContinuationRequested:
+    """An answer hit its token budget and is being continued with a bigger one."""
+
+    continuation: int
+    max_tokens: int
+    agent: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class UsageUpdated:
+    """``request`` is this response's usage, ``turn`` the turn's total so far."""
+
+    request: Usage
+    turn: Usage
+    requests: int
+    agent: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class PlanUpdated:
+    steps: tuple[PlanStep, ...]
+    explanation: str = ""
+    agent: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ToolStarted:
+    call: ToolCall
+    summary: str
+    agent: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ToolFinished:
+    """A tool call ended. ``status`` is a short line: ``exit 0 · 0.2 s``, ``deadline``…"""
+
+    call: ToolCall
+    status: str
+    is_error: bool
+    duration: float
+    agent: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class SubAgentStarted:
+    name: str
+    task: str
+    check_interval: float
+    deadline: float
+    agent: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class SubAgentProgress:
+    """A sub-agent's self-check: what it is doing, requests, tokens and time so far."""
+
+    name: str
+    doing: str
+    requests: int
+    usage: Usage
+    elapsed: float
+    agent: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class SubAgentFinished:
+    """``ending`` is ``finished``, ``deadline``, ``stopped`` or an outcome's line."""
+
+    name: str
+    ending: str
+    requests: int
+    usage: Usage
+    elapsed: float
+    agent: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class TurnEnded:
+    outcome: TurnOutcome
+    usage: Usage
+    requests: int
+    elapsed: float
+    agent: str = ""
+
+
+TurnEvent = (
+    TurnStarted
+    | MessageAdded
+    | RequestSent
+    | AnswerDelta
+    | ResponseReceived
+    | RequestFailed
+    | RetryScheduled
+    | ContinuationRequested
+    | UsageUpdated
+    | PlanUpdated
+    | ToolStarted
+    | ToolFinished
+    | SubAgentStarted
+    | SubAgentProgress
+    | SubAgentFinished
+    | TurnEnded
+)

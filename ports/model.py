@@ -1,0 +1,147 @@
+"""The Model port: one streamed answer per request, failures as values.
+
+Example::
+
+    async for item in model.stream(request):
+        match item:
+            case Success(TextDelta(text)): print(text, end="")
+            case Failure(error): print("failed:", error.describe())
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+from returns.result import Result
+
+from treadle.ports.conversation import Message, ToolCall, Usage
+
+StopReason = Literal["end_turn", "tool_use", "max_tokens", "refusal", "other"]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolSpec:
+    """What the model is told about a tool: its name, purpose and JSON schema."""
+
+    name: str
+    description: str
+    parameters: Mapping[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class ModelRequest:
+    """Everything one request carries.
+
+    ``continuation`` is the answer text already shown when this request continues a
+    response that hit its token budget; the adapter asks the model to go on from
+    exactly there (an Anthropic prefill, or the partial answer plus a request to
+    continue). ``attempt`` counts from 1; every attempt goes out on a new connection.
+    """
+
+    system: str
+    messages: Sequence[Message]
+    tools: Sequence[ToolSpec]
+    max_tokens: int
+    continuation: str = ""
+    attempt: int = 1
+
+
+# Stream events -------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class TextDelta:
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallReady:
+    """A tool call whose arguments have fully arrived."""
+
+    call: ToolCall
+
+
+@dataclass(frozen=True, slots=True)
+class UsageReported:
+    usage: Usage
+
+
+@dataclass(frozen=True, slots=True)
+class StreamEnd:
+    stop_reason: StopReason
+    detail: str = ""
+
+
+StreamEvent = TextDelta | ToolCallReady | UsageReported | StreamEnd
+
+
+# Failures ------------------------------------------------------------------
+
+TransportKind = Literal[
+    "connection_closed",
+    "connection_reset",
+    "broken_pipe",
+    "timeout",
+    "network_unreachable",
+    "connection_refused",
+    "other",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class TransportError:
+    """The connection failed: ``kind`` says how, ``detail`` is for the person."""
+
+    kind: TransportKind
+    detail: str = ""
+
+    def describe(self) -> str:
+        return self.detail or self.kind.replace("_", " ")
+
+
+@dataclass(frozen=True, slots=True)
+class HttpStatusError:
+    """The server answered with an error status. ``detail`` never holds a key."""
+
+    status: int
+    detail: str = ""
+
+    def describe(self) -> str:
+        return f"HTTP {self.status}" + (f": {self.detail}" if self.detail else "")
+
+
+@dataclass(frozen=True, slots=True)
+class CredentialsRejected:
+    """No key, or a key the server refused; ``needed`` says what to set."""
+
+    needed: str
+
+    def describe(self) -> str:
+        return self.needed
+
+
+@dataclass(frozen=True, slots=True)
+class MalformedStream:
+    """The answer could not be read: bad JSON, events out of order, a missing end."""
+
+    detail: str
+
+    def describe(self) -> str:
+        return self.detail
+
+
+ModelError = TransportError | HttpStatusError | CredentialsRejected | MalformedStream
+
+
+class Model(Protocol):
+    """A language model that answers one request as a stream.
+
+    The stream yields ``Success(event)`` items and ends after a ``StreamEnd``, or
+    yields one ``Failure(error)`` and ends. A stream that ends with neither is
+    treated as malformed. Cancelling the iteration closes the connection.
+    """
+
+    def stream(self, request: ModelRequest) -> AsyncIterator[Result[StreamEvent, ModelError]]:
+        ...

@@ -1,0 +1,3 @@
+from treadle.entrypoints.cli import main
+
+raise SystemExit(main())
