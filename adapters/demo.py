@@ -30,7 +30,10 @@ PLAN = [
 
 def _plan(done: int) -> ToolCall:
     steps = [
-        {"step": step, "status": "completed" if i < done else "in_progress" if i == done else "pending"}
+        {
+            "step": step,
+            "status": "completed" if i < done else "in_progress" if i == done else "pending",
+        }
         for i, step in enumerate(PLAN)
     ]
     return ToolCall(f"plan_{done}", "update_plan", json.dumps({"steps": steps}))
@@ -51,7 +54,9 @@ def _say(text: str) -> tuple[str, ...]:
 def demo_script(delay: float = 0.02) -> dict[str, list[ScriptedResponse]]:
     main = [
         ScriptedResponse(
-            _say("I'll look around this folder and show how I work: plan, commands, a sub-agent.\n"),
+            _say(
+                "I'll look around this folder and show how I work: plan, commands, a sub-agent.\n"
+            ),
             (_plan(0), _bash("ls", "ls -la | head -n 15")),
             Usage(1200, 60),
             chunk_delay=delay,

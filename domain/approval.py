@@ -22,8 +22,22 @@ POLICIES: tuple[ApprovalPolicy, ...] = ("ask", "auto", "read-only")
 # Programs whose first argument names what they do: "always allow git status" should
 # not also allow "git push".
 _TWO_WORD_PROGRAMS = frozenset(
-    {"git", "npm", "pnpm", "yarn", "cargo", "go", "pip", "uv", "poetry", "make", "docker",
-     "kubectl", "python", "python3"}
+    {
+        "git",
+        "npm",
+        "pnpm",
+        "yarn",
+        "cargo",
+        "go",
+        "pip",
+        "uv",
+        "poetry",
+        "make",
+        "docker",
+        "kubectl",
+        "python",
+        "python3",
+    }
 )
 # A command that chains or redirects can do more than its first words say.
 _SHELL_CONTROL = re.compile(r"[;&|`<>\n]|\$\(")
@@ -46,10 +60,11 @@ class Deny:
 
 def command_prefix(command: str) -> str:
     """The words an "always for this command prefix" answer would allow."""
+    first = _SHELL_CONTROL.split(command, maxsplit=1)[0]
     try:
-        words = shlex.split(command)
+        words = shlex.split(first)
     except ValueError:
-        words = command.split()
+        words = first.split()
     if not words:
         return ""
     if words[0] in _TWO_WORD_PROGRAMS and len(words) > 1 and not words[1].startswith("-"):

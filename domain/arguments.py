@@ -86,7 +86,7 @@ def _is_type(value: Any, expected: str) -> bool:
 
 
 def _type_name(value: Any) -> str:
-    for name, types in _JSON_TYPES.items():
-        if _is_type(value, name) and name != "number":
+    for name in _JSON_TYPES:
+        if name != "number" and _is_type(value, name):
             return name
     return type(value).__name__

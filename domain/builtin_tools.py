@@ -60,7 +60,9 @@ class BashTool:
                     status=process_status(result, timeout),
                 )
             case Failure(error):
-                return ToolResult(f"could not start the command: {error.detail}", True, "not started")
+                return ToolResult(
+                    f"could not start the command: {error.detail}", True, "not started"
+                )
         raise AssertionError("unreachable")
 
 
@@ -89,9 +91,7 @@ def describe_process(result: ProcessResult, timeout: float) -> str:
     lines = [f"{head} Duration {result.duration:.2f} s."]
     if result.truncated:
         where = (
-            f" The full output is in {result.full_output_path}."
-            if result.full_output_path
-            else ""
+            f" The full output is in {result.full_output_path}." if result.full_output_path else ""
         )
         lines.append(f"Output was cut: {result.omitted_bytes} bytes left out.{where}")
     lines.append(result.output if result.output else "(no output)")

@@ -86,7 +86,12 @@ async def run_subagent(
             await clock.sleep(check_interval)
             caller.emit(
                 SubAgentProgress(
-                    name, child.doing, child.requests, child.usage, clock.now() - started, caller.name
+                    name,
+                    child.doing,
+                    child.requests,
+                    child.usage,
+                    clock.now() - started,
+                    caller.name,
                 )
             )
 
@@ -99,13 +104,16 @@ async def run_subagent(
         if stop.reason == DEADLINE:
             ending = DEADLINE
             report = await _final_report(child, caller.settings.subagents.report_grace)
-            text = f"The sub-agent was stopped at its deadline of {deadline:g} s. Its report:\n{report}"
+            text = f"The sub-agent was stopped at its deadline of {deadline:g} s. Its report:\n"
+            text += report
         elif outcome.kind is OutcomeKind.FINISHED:
             ending = "finished"
             text = child.history.last_assistant_text() or "(the sub-agent answered nothing)"
         else:
             ending = outcome.screen_line
-            text = f"The sub-agent ended without finishing ({outcome.screen_line}).\n" + _summary(child)
+            text = f"The sub-agent ended without finishing ({outcome.screen_line}).\n" + _summary(
+                child
+            )
     finally:
         for timer in timers:
             timer.cancel()

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from treadle.domain.approval import Ask, Deny, decide_approval
 from treadle.domain.arguments import parse_arguments
 from treadle.domain.builtin_tools import AskTool, BashTool, UpdatePlanTool
-from treadle.domain.history import History, close_unanswered
+from treadle.domain.history import INTERRUPTED_RESULT, History, close_unanswered
 from treadle.domain.response import Answer, Responder
 from treadle.domain.settings import TurnSettings
 from treadle.domain.stop import STOPPED, StopSignal
@@ -182,18 +182,11 @@ class Agent:
             if raced is STOPPED:
                 ended = TurnOutcome.paused()
                 break
-            ended = next(
-                (r.outcome for r in results.values() if isinstance(r, EndTurn)), None
-            )
+            ended = next((r.outcome for r in results.values() if isinstance(r, EndTurn)), None)
             if ended is not None:
                 break
         for call in answer.tool_calls:
-            match results.get(call.id):
-                case ToolResult(text=text, is_error=is_error):
-                    self.history.append(Message.tool(call.id, text, is_error=is_error))
-                case EndTurn(text=text) if text:
-                    self.history.append(Message.tool(call.id, text))
-        close_unanswered(self.history)
+            self.history.append(_result_message(call, results.get(call.id)))
         return ended
 
     async def _run_batch(self, batch: Sequence[ToolCall], results: dict[str, ToolOutcome]) -> None:
@@ -264,6 +257,16 @@ class Agent:
             ask_question=self.ports.terminal.ask_question,
             agent=self.name,
         )
+
+
+def _result_message(call: ToolCall, outcome: ToolOutcome | None) -> Message:
+    """The tool message for a call; one that never finished gets the interrupted result."""
+    match outcome:
+        case ToolResult(text=text, is_error=is_error):
+            return Message.tool(call.id, text, is_error=is_error)
+        case EndTurn(text=text) if text:
+            return Message.tool(call.id, text)
+    return Message.tool(call.id, INTERRUPTED_RESULT, is_error=True, interrupted=True)
 
 
 def _batches(calls: Sequence[ToolCall], tools: dict[str, Tool]) -> list[list[ToolCall]]:

@@ -76,7 +76,7 @@ def _http_model(provider: str, name: str, app: AppConfig) -> Model:
 
 
 def build_runner(app: AppConfig) -> ProcessRunner:
-    from treadle.adapters.process_runner import SubprocessRunner
+    from treadle.adapters.process import SubprocessRunner
 
     return SubprocessRunner(passthrough_env=app.env_passthrough)
 
@@ -101,7 +101,7 @@ def build_settings(app: AppConfig, session_dir: str, interactive: bool) -> TurnS
         workspace=os.path.realpath(app.workspace),
         session_dir=session_dir,
         budget=TokenBudget(app.max_tokens, app.token_growth, app.max_tokens_cap, app.continuations),
-        approval=approval,  # type: ignore[arg-type]
+        approval=approval,
         allowed_prefixes=app.allowed_prefixes,
         limits=ToolLimits(
             default_timeout=app.tool_timeout,
@@ -127,9 +127,9 @@ class Container(containers.DeclarativeContainer):
     runner = providers.Singleton(build_runner, app)
     terminal = providers.Singleton(build_terminal, mode, resume_hint)
     transcript = providers.Singleton(
-        lambda session_dir: JsonlTranscript(os.path.join(session_dir, "transcript.jsonl"))
-        if session_dir
-        else None,
+        lambda session_dir: (
+            JsonlTranscript(os.path.join(session_dir, "transcript.jsonl")) if session_dir else None
+        ),
         session_dir,
     )
     tools = providers.Singleton(build_tools)

@@ -11,7 +11,7 @@ Example::
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
 from returns.result import Result
@@ -38,6 +38,8 @@ class ModelRequest:
     response that hit its token budget; the adapter asks the model to go on from
     exactly there (an Anthropic prefill, or the partial answer plus a request to
     continue). ``attempt`` counts from 1; every attempt goes out on a new connection.
+    ``messages`` is a view of the live history, valid while the request is made:
+    copying it on every request would make a long turn quadratic.
     """
 
     system: str
@@ -143,5 +145,4 @@ class Model(Protocol):
     treated as malformed. Cancelling the iteration closes the connection.
     """
 
-    def stream(self, request: ModelRequest) -> AsyncIterator[Result[StreamEvent, ModelError]]:
-        ...
+    def stream(self, request: ModelRequest) -> AsyncIterator[Result[StreamEvent, ModelError]]: ...

@@ -59,5 +59,4 @@ class ProcessRunner(Protocol):
     Cancellation re-raises after that cleanup.
     """
 
-    async def run(self, spec: ProcessSpec) -> Result[ProcessResult, ProcessError]:
-        ...
+    async def run(self, spec: ProcessSpec) -> Result[ProcessResult, ProcessError]: ...

@@ -10,5 +10,4 @@ from treadle.ports.events import TurnEvent
 class TranscriptStore(Protocol):
     """Appends events durably: an event recorded is on disk before ``record`` returns."""
 
-    def record(self, event: TurnEvent) -> None:
-        ...
+    def record(self, event: TurnEvent) -> None: ...

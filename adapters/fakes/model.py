@@ -16,7 +16,7 @@ from __future__ import annotations
 import itertools
 import json
 from collections.abc import AsyncIterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -80,10 +80,13 @@ class ScriptedModel:
         self,
         script: Sequence[ScriptedResponse] | Mapping[str, Sequence[ScriptedResponse]],
         clock: Clock | None = None,
+        *,
+        keep_requests: bool = True,
     ) -> None:
         scripts = script if isinstance(script, Mapping) else {"*": script}
         self._scripts = {key: list(responses) for key, responses in scripts.items()}
         self._clock = clock
+        self._keep_requests = keep_requests
         self.requests: list[ModelRequest] = []
 
     @classmethod
@@ -101,7 +104,9 @@ class ScriptedModel:
         return len(self._scripts.get(key, ()))
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[Result[StreamEvent, ModelError]]:
-        self.requests.append(request)
+        if self._keep_requests:
+            # The loop hands out a view of its history; keep what was asked at this moment.
+            self.requests.append(replace(request, messages=tuple(request.messages)))
         task = next((m.text for m in request.messages if m.role == "user"), "")
         queue = self._scripts[task] if task in self._scripts else self._scripts.get("*", [])
         if not queue:
@@ -118,7 +123,9 @@ class ScriptedModel:
         for call in response.tool_calls:
             yield Success(ToolCallReady(call))
         yield Success(UsageReported(response.usage))
-        yield Success(StreamEnd(response.stop or ("tool_use" if response.tool_calls else "end_turn")))
+        yield Success(
+            StreamEnd(response.stop or ("tool_use" if response.tool_calls else "end_turn"))
+        )
 
 
 def response_from_json(data: Mapping[str, Any]) -> ScriptedResponse:
@@ -134,7 +141,9 @@ def response_from_json(data: Mapping[str, Any]) -> ScriptedResponse:
         ToolCall(
             str(call.get("id") or f"call_{next(_call_ids)}"),
             str(call["name"]),
-            call["arguments"] if isinstance(call.get("arguments"), str) else json.dumps(call.get("arguments", {})),
+            call["arguments"]
+            if isinstance(call.get("arguments"), str)
+            else json.dumps(call.get("arguments", {})),
         )
         for call in data.get("tool_calls", ())
     )

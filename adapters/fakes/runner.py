@@ -49,7 +49,10 @@ class FakeRunner:
         if callable(self._script):
             return self._script(command)
         return self._script.get(
-            command, FakeProcess(f"bash: {command.split()[0] if command.split() else ''}: command not found\n", 127)
+            command,
+            FakeProcess(
+                f"bash: {command.split()[0] if command.split() else ''}: command not found\n", 127
+            ),
         )
 
     async def run(self, spec: ProcessSpec) -> Result[ProcessResult, ProcessError]:

@@ -64,7 +64,9 @@ class RecordingTerminal:
 
     def answer_text(self, agent: str = "") -> str:
         """The answer text as the person saw it stream."""
-        return "".join(e.text for e in self.events if isinstance(e, AnswerDelta) and e.agent == agent)
+        return "".join(
+            e.text for e in self.events if isinstance(e, AnswerDelta) and e.agent == agent
+        )
 
     def of_type(self, kind: type[TurnEvent]) -> list[TurnEvent]:
         return [event for event in self.events if isinstance(event, kind)]

@@ -1,0 +1,1 @@
+"""``make bench``: each module's ``run()`` returns its report lines."""

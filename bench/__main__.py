@@ -1,0 +1,20 @@
+"""Run every benchmark and print its figures (ratios against a same-run baseline)."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+MODULES = ("bench_loop", "bench_sse", "bench_runner", "bench_terminal", "bench_transcript")
+
+
+def main() -> int:
+    for name in MODULES:
+        module = importlib.import_module(f"bench.{name}")
+        for line in module.run():
+            print(line, flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,52 @@
+"""Every event survives the trip to a JSON record and back."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from treadle.adapters.serialize import EVENT_BY_NAME, event_to_record, record_to_event
+from treadle.ports.conversation import Message, ToolCall, Usage
+from treadle.ports.events import (
+    AnswerDelta,
+    MessageAdded,
+    PlanStep,
+    PlanUpdated,
+    ResponseReceived,
+    SubAgentProgress,
+    ToolFinished,
+    TurnEnded,
+    TurnOutcome,
+)
+
+CALL = ToolCall("c1", "bash", '{"command": "ls"}')
+EVENTS = [
+    AnswerDelta("héllo", "agent-1"),
+    MessageAdded(Message.assistant("x", (CALL,), interrupted=True)),
+    MessageAdded(Message.tool("c1", "out", is_error=True)),
+    ResponseReceived(3, "text", (CALL,), Usage(1, 2), "max_tokens"),
+    PlanUpdated((PlanStep("a", "completed"), PlanStep("b")), "why"),
+    ToolFinished(CALL, "exit 0 · 0.1 s", False, 0.1),
+    SubAgentProgress("agent-1", "running bash: ls", 2, Usage(5, 6), 1.5),
+    TurnEnded(TurnOutcome.failed("ResponseTruncated", "3"), Usage(1, 1), 4, 2.0),
+]
+
+
+@pytest.mark.parametrize("event", EVENTS, ids=lambda e: type(e).__name__)
+def test_an_event_round_trips_through_json(event):
+    record = json.loads(json.dumps(event_to_record(event)))
+    assert record_to_event(record) == event
+
+
+def test_records_name_their_type_in_snake_case():
+    assert event_to_record(AnswerDelta("x"))["type"] == "answer_delta"
+    assert "turn_ended" in EVENT_BY_NAME
+
+
+@pytest.mark.parametrize(
+    "record", [{"type": "nonsense"}, {"type": "answer_delta", "bogus": 1}, {"type": "answer_delta"}]
+)
+def test_a_bad_record_is_a_value_error(record):
+    with pytest.raises(ValueError):
+        record_to_event(record)

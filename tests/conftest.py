@@ -1,0 +1,61 @@
+"""Shared wiring for tests: an agent on the shipped fakes."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+import pytest
+
+from treadle.adapters.fakes import (
+    FakeClock,
+    FakeProcess,
+    FakeRunner,
+    RecordingTerminal,
+    ScriptedModel,
+    ScriptedResponse,
+)
+from treadle.domain.settings import TurnSettings
+from treadle.domain.turn import Agent, TurnPorts
+from treadle.ports.events import TurnEvent
+
+
+@dataclass
+class Rig:
+    """An agent on fakes, with every fake at hand for assertions."""
+
+    clock: FakeClock
+    model: ScriptedModel
+    runner: FakeRunner
+    terminal: RecordingTerminal
+    agent: Agent
+    transcript: list[TurnEvent] = field(default_factory=list)
+
+
+class ListTranscript:
+    def __init__(self, events: list[TurnEvent]) -> None:
+        self.events = events
+
+    def record(self, event: TurnEvent) -> None:
+        self.events.append(event)
+
+
+@pytest.fixture
+def rig() -> Callable[..., Rig]:
+    def build(
+        script: Sequence[ScriptedResponse] | Mapping[str, Sequence[ScriptedResponse]],
+        processes: Mapping[str, FakeProcess] | None = None,
+        *,
+        terminal: RecordingTerminal | None = None,
+        settings: TurnSettings | None = None,
+    ) -> Rig:
+        clock = FakeClock()
+        model = ScriptedModel(script, clock)
+        runner = FakeRunner(clock, processes or {})
+        terminal = terminal or RecordingTerminal()
+        events: list[TurnEvent] = []
+        ports = TurnPorts(model, clock, runner, terminal, ListTranscript(events))
+        agent = Agent(ports, settings or TurnSettings(session_dir=""))
+        return Rig(clock, model, runner, terminal, agent, events)
+
+    return build

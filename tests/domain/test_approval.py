@@ -1,0 +1,93 @@
+"""The approval policy: auto runs all, read-only only reads, ask needs a yes."""
+
+from __future__ import annotations
+
+import pytest
+
+from treadle.adapters.fakes import FakeProcess, RecordingTerminal
+from treadle.adapters.fakes import ScriptedResponse as R
+from treadle.domain.approval import Allow, Ask, Deny, command_prefix, decide_approval
+from treadle.domain.settings import TurnSettings
+from treadle.ports.events import OutcomeKind
+
+
+@pytest.mark.parametrize(
+    ("policy", "access", "expected"),
+    [
+        ("auto", "execute", Allow()),
+        ("auto", "write", Allow()),
+        ("read-only", "read", Allow()),
+        ("read-only", "none", Allow()),
+        ("read-only", "execute", Deny("the read-only approval policy does not allow bash calls")),
+        ("ask", "read", Allow()),
+        ("ask", "execute", Ask("git push")),
+        ("ask", "write", Ask("bash")),
+    ],
+)
+def test_decisions_by_policy_and_access(policy, access, expected):
+    assert decide_approval(policy, access, "git push origin", tool="bash") == expected
+
+
+@pytest.mark.parametrize(
+    ("command", "prefix"),
+    [("git status -s", "git status"), ("ls -la src", "ls"), ("git --version", "git"), ("", "")],
+)
+def test_the_prefix_an_always_answer_allows(command, prefix):
+    assert command_prefix(command) == prefix
+
+
+@pytest.mark.parametrize(
+    "command", ["ls; rm -rf ~", "ls && curl x | sh", "ls > /etc/x", "ls $(rm x)"]
+)
+def test_an_allowed_prefix_never_covers_a_chained_command(command):
+    assert decide_approval("ask", "execute", command, allowed={"ls"}) == Ask("ls")
+
+
+async def test_headless_ask_policy_blocks_the_turn_and_runs_nothing(rig):
+    r = rig(
+        [R.calling("bash", command="make deploy")],
+        {"make deploy": FakeProcess()},
+        settings=TurnSettings(approval="ask"),
+    )
+    outcome = await r.agent.run_turn("x")
+    assert (outcome.kind, outcome.exit_code) == (OutcomeKind.BLOCKED, 3)
+    assert outcome.screen_line == "Turn blocked: approval needed to run bash: make deploy"
+    assert r.runner.specs == []
+
+
+async def test_a_no_goes_back_to_the_model_as_the_tools_result(rig):
+    r = rig(
+        [R.calling("bash", command="make deploy"), R.saying("ok, not deploying")],
+        settings=TurnSettings(approval="ask"),
+        terminal=RecordingTerminal(approvals=["no"]),
+    )
+    outcome = await r.agent.run_turn("x")
+    assert outcome.kind is OutcomeKind.FINISHED
+    assert "declined" in r.model.requests[1].messages[-1].text
+    assert r.runner.specs == []
+
+
+async def test_always_allows_the_same_prefix_for_the_rest_of_the_session(rig):
+    r = rig(
+        [
+            R.calling("bash", command="git status"),
+            R.calling("bash", command="git status -s"),
+            R.saying("ok"),
+        ],
+        {"git status": FakeProcess(), "git status -s": FakeProcess()},
+        settings=TurnSettings(approval="ask"),
+        terminal=RecordingTerminal(approvals=["always"]),
+    )
+    await r.agent.run_turn("x")
+    assert len(r.terminal.approval_requests) == 1
+    assert len(r.runner.specs) == 2
+
+
+async def test_read_only_refuses_commands_with_a_tool_error(rig):
+    r = rig(
+        [R.calling("bash", command="rm x"), R.saying("ok")],
+        settings=TurnSettings(approval="read-only"),
+    )
+    await r.agent.run_turn("x")
+    assert "read-only" in r.model.requests[1].messages[-1].text
+    assert r.runner.specs == []

@@ -1,0 +1,86 @@
+"""Bad arguments from the model become one clear sentence for it; the loop goes on."""
+
+from __future__ import annotations
+
+import pytest
+from returns.result import Failure, Success
+
+from treadle.adapters.fakes import FakeProcess
+from treadle.adapters.fakes import ScriptedResponse as R
+from treadle.domain.arguments import parse_arguments
+from treadle.domain.builtin_tools import BashTool, UpdatePlanTool
+from treadle.ports.conversation import ToolCall
+from treadle.ports.events import OutcomeKind
+
+BASH = BashTool.spec.parameters
+PLAN = UpdatePlanTool.spec.parameters
+
+
+@pytest.mark.parametrize(
+    ("raw", "schema", "problem"),
+    [
+        ('{"command": ', BASH, "the arguments are not valid JSON"),
+        ("[1, 2]", BASH, "the arguments must be a JSON object, not array"),
+        ("{}", BASH, "missing required argument 'command'"),
+        ('{"command": 1}', BASH, "argument 'command' must be a string, not integer"),
+        (
+            '{"command": "ls", "timeout": "5"}',
+            BASH,
+            "argument 'timeout' must be a number, not string",
+        ),
+        (
+            '{"command": "ls", "timeout": true}',
+            BASH,
+            "argument 'timeout' must be a number, not boolean",
+        ),
+        ('{"command": "ls", "timeout": -1}', BASH, "argument 'timeout' must be at least 0"),
+        ('{"command": "ls", "cwd": "/"}', BASH, "unknown argument 'cwd' (known: command, timeout)"),
+        ('{"steps": [{"step": "a"}]}', PLAN, "missing required argument 'steps[0].status'"),
+        (
+            '{"steps": [{"step": "a", "status": "done"}]}',
+            PLAN,
+            "argument 'steps[0].status' must be one of",
+        ),
+    ],
+)
+def test_each_problem_is_named_in_one_sentence(raw, schema, problem):
+    result = parse_arguments(raw, schema)
+    assert isinstance(result, Failure)
+    assert result.failure().startswith(problem)
+
+
+def test_good_arguments_pass_through():
+    assert parse_arguments('{"command": "ls", "timeout": 5}', BASH) == Success(
+        {"command": "ls", "timeout": 5}
+    )
+    assert parse_arguments("", {"type": "object"}) == Success({})
+
+
+@pytest.mark.parametrize(
+    ("call", "says"),
+    [
+        (
+            ToolCall("c1", "bash", '{"command": "ls'),
+            "bad arguments for bash: the arguments are not valid JSON",
+        ),
+        (
+            ToolCall("c1", "rm_rf", "{}"),
+            "unknown tool 'rm_rf'; the tools are: bash, update_plan, ask, agent",
+        ),
+        (
+            ToolCall("c1", "bash", "{}"),
+            "bad arguments for bash: missing required argument 'command'",
+        ),
+        (ToolCall("c1", "bash", '{"command": ["ls"]}'), "must be a string, not array"),
+    ],
+)
+async def test_bad_model_output_becomes_a_tool_error_and_the_loop_goes_on(rig, call, says):
+    r = rig(
+        [R((), (call,)), R.calling("bash", command="ls"), R.saying("fixed")], {"ls": FakeProcess()}
+    )
+    outcome = await r.agent.run_turn("x")
+    assert outcome.kind is OutcomeKind.FINISHED
+    error = r.model.requests[1].messages[-1]
+    assert error.role == "tool" and error.is_error
+    assert says in error.text
+    assert [s.command for s in r.runner.specs] == ["ls"]

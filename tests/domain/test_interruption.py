@@ -1,0 +1,145 @@
+"""Esc, Ctrl-C or a caller's stop: everything stops, and the conversation stays sendable."""
+
+from __future__ import annotations
+
+import asyncio
+
+from treadle.adapters.fakes import FakeProcess, RecordingTerminal
+from treadle.adapters.fakes import ScriptedResponse as R
+from treadle.domain.history import INTERRUPTED_RESULT, is_sendable
+from treadle.domain.stop import STOPPED, StopSignal
+from treadle.ports.conversation import ToolCall
+from treadle.ports.events import AnswerDelta, OutcomeKind, ToolStarted
+
+
+def esc_after(kind, count=1):
+    seen = []
+
+    def predicate(event):
+        if isinstance(event, kind):
+            seen.append(event)
+        return len(seen) >= count
+
+    return RecordingTerminal(press_esc_when=predicate)
+
+
+async def test_esc_while_the_answer_streams_pauses_and_keeps_the_partial_text(rig):
+    slow = R(("Hel", "lo ", "wor", "ld"), chunk_delay=1.0)
+    r = rig([slow], terminal=esc_after(AnswerDelta, 2))
+    outcome = await r.agent.run_turn("x")
+    assert (outcome.screen_line, outcome.exit_code) == ("Turn paused", 130)
+    kept = r.agent.history.messages[-1]
+    assert (kept.role, kept.text, kept.interrupted) == ("assistant", "Hello ", True)
+
+
+async def test_no_tool_call_from_a_cancelled_stream_ever_runs(rig):
+    call = ToolCall("c1", "bash", '{"command": "touch x"}')
+    streaming = R(("a", "b", "c"), (call,), chunk_delay=1.0)
+    r = rig([streaming], {"touch x": FakeProcess()}, terminal=esc_after(AnswerDelta, 2))
+    outcome = await r.agent.run_turn("x")
+    assert outcome.kind is OutcomeKind.PAUSED
+    assert r.runner.specs == []
+    assert is_sendable(r.agent.history.messages)
+
+
+async def test_esc_during_a_tool_stops_it_and_gives_every_unfinished_call_an_interrupted_result(
+    rig,
+):
+    calls = (
+        ToolCall("c1", "bash", '{"command": "make"}'),
+        ToolCall("c2", "bash", '{"command": "make test"}'),
+    )
+    r = rig(
+        [R((), calls)],
+        {"make": FakeProcess("building", duration=60), "make test": FakeProcess()},
+        terminal=esc_after(ToolStarted),
+    )
+    outcome = await r.agent.run_turn("x")
+    assert outcome.kind is OutcomeKind.PAUSED
+    assert [s.command for s in r.runner.specs] == ["make"]
+    results = [m for m in r.agent.history.messages if m.role == "tool"]
+    assert [(m.tool_call_id, m.text, m.interrupted) for m in results] == [
+        ("c1", INTERRUPTED_RESULT, True),
+        ("c2", INTERRUPTED_RESULT, True),
+    ]
+    assert is_sendable(r.agent.history.messages)
+    assert r.clock.now() < 60  # the stop came at once, not at the command's end
+
+
+async def test_calls_that_finished_before_the_stop_keep_their_real_results(rig):
+    calls = (
+        ToolCall("c1", "bash", '{"command": "ls"}'),
+        ToolCall("c2", "bash", '{"command": "sleep 9"}'),
+    )
+    r = rig(
+        [R((), calls)],
+        {"ls": FakeProcess("a.txt"), "sleep 9": FakeProcess(duration=9)},
+        terminal=esc_after(ToolStarted, 2),
+    )
+    await r.agent.run_turn("x")
+    results = {m.tool_call_id: m for m in r.agent.history.messages if m.role == "tool"}
+    assert "a.txt" in results["c1"].text and not results["c1"].interrupted
+    assert results["c2"].interrupted
+
+
+async def test_esc_while_waiting_to_retry_pauses_without_another_attempt(rig):
+    from treadle.ports.events import RetryScheduled
+    from treadle.ports.model import HttpStatusError
+
+    r = rig(
+        [R.failing(HttpStatusError(503)), R.saying("never")], terminal=esc_after(RetryScheduled)
+    )
+    outcome = await r.agent.run_turn("x")
+    assert outcome.kind is OutcomeKind.PAUSED
+    assert len(r.model.requests) == 1
+
+
+async def test_after_a_pause_the_next_turn_sends_a_valid_conversation(rig):
+    r = rig(
+        [R((), (ToolCall("c1", "bash", '{"command": "sleep 9"}'),)), R.saying("resumed")],
+        {"sleep 9": FakeProcess(duration=9)},
+        terminal=esc_after(ToolStarted),
+    )
+    await r.agent.run_turn("x")
+    outcome = await r.agent.run_turn("go on")
+    assert outcome.kind is OutcomeKind.FINISHED
+    assert is_sendable(r.model.requests[-1].messages)
+
+
+async def test_a_stop_set_before_the_race_cancels_nothing_started():
+    stop = StopSignal()
+    stop.set()
+    ran = []
+
+    async def work():
+        ran.append(1)
+
+    assert await stop.race(work()) is STOPPED
+    assert ran == []
+
+
+async def test_a_parent_stop_reaches_its_children_with_the_reason():
+    parent = StopSignal()
+    child = StopSignal(parent)
+    parent.set("interrupted")
+    assert child.is_set and child.reason == "interrupted"
+    late = StopSignal(parent)
+    assert late.is_set
+
+
+async def test_a_cancelled_race_cancels_its_work_too():
+    stop = StopSignal()
+    cancelled = asyncio.Event()
+
+    async def work():
+        try:
+            await asyncio.sleep(3600)
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+
+    task = asyncio.ensure_future(stop.race(work()))
+    await asyncio.sleep(0)
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
+    assert cancelled.is_set()

@@ -1,0 +1,144 @@
+"""A sub-agent runs the same loop on its caller's two clocks and reports back."""
+
+from __future__ import annotations
+
+import json
+
+from treadle.adapters.fakes import FakeProcess, RecordingTerminal
+from treadle.adapters.fakes import ScriptedResponse as R
+from treadle.domain.prompt import REPORT_REQUEST
+from treadle.ports.conversation import ToolCall, Usage
+from treadle.ports.events import (
+    OutcomeKind,
+    SubAgentFinished,
+    SubAgentProgress,
+    SubAgentStarted,
+    ToolStarted,
+    TurnEnded,
+)
+
+
+def spawn(task: str, call_id: str = "a1", **clocks: float) -> ToolCall:
+    return ToolCall(call_id, "agent", json.dumps({"task": task, **clocks}))
+
+
+async def test_a_sub_agent_reports_progress_every_check_interval_on_the_clock(rig):
+    script = {
+        "*": [R((), (spawn("build it", check_interval=2, deadline=100),)), R.saying("thanks")],
+        "build it": [R.calling("bash", command="make"), R.saying("built")],
+    }
+    r = rig(script, {"make": FakeProcess("ok", duration=7)})
+    outcome = await r.agent.run_turn("x")
+    assert outcome.kind is OutcomeKind.FINISHED
+    progress = r.terminal.of_type(SubAgentProgress)
+    assert [p.elapsed for p in progress] == [2.0, 4.0, 6.0]
+    assert all(p.name == "agent-1" for p in progress)
+    assert progress[0].doing == "running bash: make"
+    assert progress[0].requests == 1
+
+
+async def test_a_finished_sub_agents_answer_is_what_the_caller_reads(rig):
+    script = {
+        "*": [R((), (spawn("count files"),)), R.saying("thanks")],
+        "count files": [R.saying("There are 12 files.")],
+    }
+    r = rig(script)
+    await r.agent.run_turn("x")
+    result = r.model.requests[-1].messages[-1]
+    assert (result.role, result.text) == ("tool", "There are 12 files.")
+    (finished,) = r.terminal.of_type(SubAgentFinished)
+    assert finished.ending == "finished"
+
+
+async def test_at_its_deadline_a_sub_agent_stops_its_tools_and_writes_its_final_report(rig):
+    script = {
+        "*": [R((), (spawn("slow job", check_interval=1, deadline=3),)), R.saying("ok")],
+        "slow job": [
+            R.calling("bash", command="sleep 30"),
+            R.saying("Report: sleep was cut short."),
+        ],
+    }
+    r = rig(script, {"sleep 30": FakeProcess(duration=30)})
+    outcome = await r.agent.run_turn("x")
+    assert outcome.kind is OutcomeKind.FINISHED
+    report_request = r.model.requests[2]
+    assert report_request.messages[-1].text == REPORT_REQUEST
+    assert report_request.tools == []
+    result = r.model.requests[3].messages[-1]
+    assert "deadline of 3 s" in result.text and "Report: sleep was cut short." in result.text
+    (finished,) = r.terminal.of_type(SubAgentFinished)
+    assert (finished.ending, finished.elapsed) == ("deadline", 3.0)
+    assert [p.elapsed for p in r.terminal.of_type(SubAgentProgress)] == [1.0, 2.0]
+    assert r.clock.now() < 30
+
+
+async def test_a_sub_agent_that_cannot_report_in_its_grace_gets_a_report_from_the_record(rig):
+    script = {
+        "*": [R((), (spawn("slow job", deadline=3),)), R.saying("ok")],
+        "slow job": [
+            R.calling("bash", text="Starting the sleep.", command="sleep 30"),
+            R(("...",), chunk_delay=1000.0),
+        ],
+    }
+    r = rig(script, {"sleep 30": FakeProcess(duration=30)})
+    await r.agent.run_turn("x")
+    result = r.model.requests[-1].messages[-1].text
+    assert "The last thing it said: Starting the sleep." in result
+
+
+async def test_a_sub_agents_tokens_are_added_to_the_calling_turn(rig):
+    script = {
+        "*": [R((), (spawn("t"),), Usage(100, 10)), R(("ok",), usage=Usage(200, 20))],
+        "t": [R(("done",), usage=Usage(1000, 50))],
+    }
+    r = rig(script)
+    await r.agent.run_turn("x")
+    main_end = [e for e in r.terminal.of_type(TurnEnded) if not e.agent][-1]
+    assert main_end.usage == Usage(1300, 80)
+
+
+async def test_several_sub_agents_in_one_response_run_at_the_same_time(rig):
+    script = {
+        "*": [R((), (spawn("a", "a1"), spawn("b", "a2"))), R.saying("both done")],
+        "a": [R.calling("bash", command="job a"), R.saying("a done")],
+        "b": [R.calling("bash", command="job b"), R.saying("b done")],
+    }
+    r = rig(script, {"job a": FakeProcess(duration=10), "job b": FakeProcess(duration=10)})
+    await r.agent.run_turn("x")
+    assert r.clock.now() == 10.0  # side by side: 10 s, not 20
+    results = [m.text for m in r.model.requests[-1].messages if m.role == "tool"]
+    assert results == ["a done", "b done"]
+    names = {e.name for e in r.terminal.of_type(SubAgentStarted)}
+    assert names == {"agent-1", "agent-2"}
+
+
+async def test_a_callers_stop_reaches_its_sub_agents_and_their_tools(rig):
+    def on_child_tool(event):
+        return isinstance(event, ToolStarted) and event.agent == "agent-1"
+
+    script = {
+        "*": [R((), (spawn("job"),))],
+        "job": [R.calling("bash", command="sleep 100")],
+    }
+    r = rig(
+        script,
+        {"sleep 100": FakeProcess(duration=100)},
+        terminal=RecordingTerminal(press_esc_when=on_child_tool),
+    )
+    outcome = await r.agent.run_turn("x")
+    assert outcome.kind is OutcomeKind.PAUSED
+    assert r.clock.now() < 100
+    (finished,) = r.terminal.of_type(SubAgentFinished)
+    assert finished.ending == "stopped"
+    assert r.agent.history.messages[-1].interrupted
+
+
+async def test_a_sub_agent_can_call_its_own_sub_agent(rig):
+    script = {
+        "*": [R((), (spawn("outer"),)), R.saying("ok")],
+        "outer": [R((), (spawn("inner", "a9"),)), R.saying("outer done")],
+        "inner": [R.saying("inner done")],
+    }
+    r = rig(script)
+    await r.agent.run_turn("x")
+    assert {e.name for e in r.terminal.of_type(SubAgentStarted)} == {"agent-1", "agent-1/agent-1"}

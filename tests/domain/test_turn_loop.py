@@ -1,0 +1,202 @@
+"""The seed's turn loop, sentence by sentence, on the fakes."""
+
+from __future__ import annotations
+
+import json
+
+from treadle.adapters.fakes import FakeProcess, RecordingTerminal
+from treadle.adapters.fakes import ScriptedResponse as R
+from treadle.domain.history import is_sendable
+from treadle.domain.prompt import SYSTEM_PROMPT
+from treadle.ports.conversation import ToolCall, Usage
+from treadle.ports.events import (
+    MessageAdded,
+    OutcomeKind,
+    PlanUpdated,
+    ToolFinished,
+    TurnEnded,
+    TurnStarted,
+)
+from treadle.ports.model import CredentialsRejected, HttpStatusError, TransportError
+
+
+async def test_one_turn_repeats_requests_until_the_model_answers_without_a_tool(rig):
+    r = rig(
+        [R.calling("bash", command="ls"), R.calling("bash", command="pwd"), R.saying("Done.")],
+        {"ls": FakeProcess("a\n"), "pwd": FakeProcess("/w\n")},
+    )
+    outcome = await r.agent.run_turn("look around")
+    assert outcome.kind is OutcomeKind.FINISHED
+    assert len(r.model.requests) == 3
+    assert [s.command for s in r.runner.specs] == ["ls", "pwd"]
+
+
+async def test_tool_results_are_sent_back_with_the_next_request(rig):
+    r = rig([R.calling("bash", command="ls"), R.saying("ok")], {"ls": FakeProcess("file.txt\n")})
+    await r.agent.run_turn("list")
+    second = r.model.requests[1].messages
+    assert second[-1].role == "tool"
+    assert "file.txt" in second[-1].text
+    assert second[-1].tool_call_id == second[-2].tool_calls[0].id
+
+
+async def test_nothing_caps_the_number_of_requests_in_a_turn(rig):
+    rounds = 300
+    script = [R.calling("update_plan", steps=[]) for _ in range(rounds)] + [R.saying("end")]
+    r = rig(script)
+    outcome = await r.agent.run_turn("many steps")
+    assert outcome.kind is OutcomeKind.FINISHED
+    assert len(r.model.requests) == rounds + 1
+
+
+async def test_a_final_answer_ends_the_turn_finished_with_exit_0_and_no_completion_claim(rig):
+    r = rig([R.saying("I could not fix it: the tests still fail.")])
+    outcome = await r.agent.run_turn("fix the failing test")
+    assert (outcome.screen_line, outcome.exit_code) == ("Turn finished", 0)
+    assert "Task completed" not in r.terminal.outcome_line
+    assert len(r.model.requests) == 1  # no checker request, no repair round
+
+
+async def test_answer_text_is_never_parsed_as_a_completion_protocol(rig):
+    for text in (
+        "STATUS: FAILED",
+        "Turn blocked: need a key",
+        "<done>failed</done>",
+        "TASK COMPLETE",
+    ):
+        r = rig([R.saying(text)])
+        outcome = await r.agent.run_turn("x")
+        assert outcome.kind is OutcomeKind.FINISHED
+
+
+async def test_every_turn_starts_by_announcing_its_task(rig):
+    r = rig([R.saying("hi")])
+    await r.agent.run_turn("fix the failing test")
+    assert r.terminal.events[0] == TurnStarted("fix the failing test")
+
+
+async def test_the_model_is_told_to_plan_validate_and_report_plainly(rig):
+    r = rig([R.saying("hi")])
+    await r.agent.run_turn("x")
+    request = r.model.requests[0]
+    assert request.system == SYSTEM_PROMPT
+    for words in ("announcing", "update_plan", "Validate your work", "partial", "needs the user"):
+        assert words in request.system
+    assert {t.name for t in request.tools} >= {"bash", "update_plan", "ask", "agent"}
+
+
+async def test_a_published_plan_reaches_the_terminal(rig):
+    steps = [{"step": "read", "status": "completed"}, {"step": "fix", "status": "in_progress"}]
+    r = rig([R.calling("update_plan", steps=steps), R.saying("ok")])
+    await r.agent.run_turn("x")
+    (plan,) = r.terminal.of_type(PlanUpdated)
+    assert [(s.step, s.status) for s in plan.steps] == [
+        ("read", "completed"),
+        ("fix", "in_progress"),
+    ]
+
+
+async def test_transport_error_after_all_attempts_fails_the_turn_with_exit_1(rig):
+    reset = R.failing(TransportError("connection_reset", "connection reset by peer"))
+    r = rig([reset, reset, reset])
+    outcome = await r.agent.run_turn("x")
+    assert outcome.exit_code == 1
+    assert outcome.screen_line == "Turn failed: TransportError: connection reset by peer"
+
+
+async def test_a_non_retryable_status_fails_at_once(rig):
+    r = rig([R.failing(HttpStatusError(400, "bad request: max_tokens too large"))])
+    outcome = await r.agent.run_turn("x")
+    assert (
+        outcome.screen_line == "Turn failed: HttpError: HTTP 400: bad request: max_tokens too large"
+    )
+    assert len(r.model.requests) == 1
+    assert r.clock.slept == []
+
+
+async def test_rejected_credentials_block_the_turn_with_exit_3(rig):
+    r = rig([R.failing(CredentialsRejected("credentials rejected (HTTP 401): set OPENAI_API_KEY"))])
+    outcome = await r.agent.run_turn("x")
+    assert outcome.exit_code == 3
+    assert outcome.screen_line.startswith("Turn blocked: credentials rejected")
+
+
+async def test_the_ask_tool_without_anyone_to_answer_ends_waiting_for_input(rig):
+    r = rig([R.calling("ask", question="Which branch?")])
+    outcome = await r.agent.run_turn("x")
+    assert (outcome.screen_line, outcome.exit_code) == ("Turn waiting for input: Which branch?", 4)
+    assert is_sendable(r.agent.history.messages)
+
+
+async def test_the_ask_tool_answered_goes_back_to_the_model(rig):
+    r = rig(
+        [R.calling("ask", question="Which branch?"), R.saying("ok")],
+        terminal=RecordingTerminal(answers=["main"]),
+    )
+    outcome = await r.agent.run_turn("x")
+    assert outcome.kind is OutcomeKind.FINISHED
+    assert "main" in r.model.requests[1].messages[-1].text
+
+
+async def test_outcomes_each_read_differently_and_none_says_task_completed(rig):
+    r1 = rig([R.saying("x")])
+    r2 = rig([R.failing(HttpStatusError(404, "no such model"))])
+    r3 = rig([R.failing(CredentialsRejected("set KEY"))])
+    r4 = rig([R.calling("ask", question="?")])
+    r5 = rig(
+        [R.calling("bash", command="sleep 9")],
+        {"sleep 9": FakeProcess(duration=9)},
+        terminal=RecordingTerminal(press_esc_when=lambda e: True),
+    )
+    lines = set()
+    for r in (r1, r2, r3, r4, r5):
+        outcome = await r.agent.run_turn("x")
+        lines.add(outcome.screen_line.split(":")[0])
+        assert "Task completed" not in outcome.screen_line
+    assert len(lines) == 5
+
+
+async def test_usage_is_counted_per_request_and_per_turn(rig):
+    r = rig(
+        [
+            R(("a",), (ToolCall("1", "update_plan", '{"steps": []}'),), Usage(100, 10)),
+            R(("b",), usage=Usage(150, 20)),
+        ]
+    )
+    await r.agent.run_turn("x")
+    ended = r.terminal.of_type(TurnEnded)[-1]
+    assert ended.usage == Usage(250, 30)
+    assert ended.requests == 2
+
+
+async def test_every_message_of_the_conversation_is_recorded_as_an_event(rig):
+    r = rig([R.calling("bash", command="ls"), R.saying("ok")], {"ls": FakeProcess("x")})
+    await r.agent.run_turn("x")
+    recorded = [e.message for e in r.transcript if isinstance(e, MessageAdded)]
+    assert recorded == list(r.agent.history.messages)
+
+
+async def test_a_second_turn_continues_the_same_conversation(rig):
+    r = rig([R.saying("first"), R.saying("second")])
+    await r.agent.run_turn("one")
+    await r.agent.run_turn("two")
+    texts = [m.text for m in r.model.requests[1].messages]
+    assert texts == ["one", "first", "two"]
+
+
+async def test_a_crashing_tool_becomes_a_tool_error_and_the_loop_goes_on(rig):
+    r = rig([R.calling("bash", command="ls"), R.saying("recovered")])
+
+    async def boom(spec):  # the runner itself breaks: a bug in an adapter
+        raise RuntimeError("runner exploded")
+
+    r.runner.run = boom
+    outcome = await r.agent.run_turn("x")
+    assert outcome.kind is OutcomeKind.FINISHED
+    tool_message = r.model.requests[1].messages[-1]
+    assert tool_message.is_error and "runner exploded" in tool_message.text
+    assert r.terminal.of_type(ToolFinished)[0].status == "crashed"
+
+
+async def test_plan_tool_arguments_round_trip_as_json():
+    assert json.loads(R.calling("update_plan", steps=[]).tool_calls[0].arguments) == {"steps": []}

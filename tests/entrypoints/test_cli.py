@@ -1,0 +1,122 @@
+"""The ``treadle`` command, run as a real process."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def treadle(*args: str, cwd: Path, env: dict[str, str] | None = None, timeout: float = 60):
+    full_env = {**os.environ, "PYTHONPATH": str(ROOT), **(env or {})}
+    return subprocess.run(
+        [sys.executable, "-m", "treadle", *args],
+        cwd=cwd,
+        env=full_env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        stdin=subprocess.DEVNULL,
+    )
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> dict[str, str]:
+    return {
+        "TREADLE_STATE_DIR": str(tmp_path / "state"),
+        "TREADLE_CONFIG_DIR": str(tmp_path / "config"),
+    }
+
+
+def test_version_loads_no_http_stack_terminal_library_or_container(tmp_path):
+    code = (
+        "import sys\n"
+        "from treadle.entrypoints.cli import main\n"
+        "try:\n    main(['--version'])\nexcept SystemExit:\n    pass\n"
+        "print(sorted(m for m in ('httpx', 'blessed', 'dependency_injector') if m in sys.modules))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert result.stdout.splitlines() == ["treadle 0.1.0", "[]"]
+
+
+def test_help_names_the_options_of_the_spec(tmp_path, home):
+    result = treadle("--help", cwd=tmp_path, env=home)
+    for option in (
+        "--model",
+        "--base-url",
+        "--approval",
+        "--workspace",
+        "--print",
+        "--json",
+        "--resume",
+        "--version",
+    ):
+        assert option in result.stdout
+
+
+def test_no_model_configured_blocks_the_turn_with_exit_3(tmp_path, home):
+    result = treadle("do something", cwd=tmp_path, env=home)
+    assert result.returncode == 3
+    assert result.stdout.strip().splitlines()[-1].startswith("Turn blocked: no model configured")
+
+
+def test_a_scripted_turn_runs_real_bash_and_finishes(tmp_path, home):
+    script = tmp_path / "turn.json"
+    script.write_text(
+        json.dumps(
+            {
+                "responses": [
+                    {
+                        "tool_calls": [
+                            {"name": "bash", "arguments": {"command": "echo made > out.txt"}}
+                        ]
+                    },
+                    {"text": ["Wrote ", "out.txt."]},
+                ]
+            }
+        )
+    )
+    result = treadle(
+        "--model", f"script:{script}", "--print", "write a file", cwd=tmp_path, env=home
+    )
+    assert result.returncode == 0, result.stderr
+    assert (tmp_path / "out.txt").read_text() == "made\n"
+    lines = result.stdout.splitlines()
+    assert lines[0] == "Task: write a file"
+    assert "Wrote out.txt." in result.stdout
+    assert lines[-1] == "Turn finished"
+    assert "\x1b" not in result.stdout
+
+
+@pytest.mark.slow
+def test_the_demo_shows_every_behaviour_of_the_loop_and_finishes(tmp_path, home):
+    (tmp_path / "a.py").write_text("print('hi')\n")
+    result = treadle("--model", "demo", "--approval", "auto", "show me", cwd=tmp_path, env=home)
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    for shown in (
+        "Task: show me",
+        "Plan:",
+        "→ bash: ls -la",
+        "retrying in 1 s — connection reset by peer, attempt 2 of 3",
+        "[agent-1] started",
+        "[agent-1] running bash: sleep 30",
+        "[agent-1] deadline",
+        "answer cut by its token budget; continuing",
+        "it was stopped at its deadline and reported back",
+    ):
+        assert shown in out, shown
+    assert out.splitlines()[-1] == "Turn finished"
