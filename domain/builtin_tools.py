@@ -21,7 +21,8 @@ class BashTool:
         description=(
             "Run a shell command in the workspace with bash. stdin is closed and nothing "
             "can prompt; long output keeps its head and tail. Use `timeout` (seconds) for "
-            "commands that may take long."
+            "commands that may take long. Anything the command leaves running in the "
+            "background is stopped when it ends."
         ),
         parameters={
             "type": "object",

@@ -9,18 +9,21 @@ Tests and library users override a provider to swap an adapter::
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import Any
 
 from dependency_injector import containers, providers
 
 from treadle.adapters.jsonl_transcript import JsonlTranscript
 from treadle.adapters.plain_terminal import JsonLinesTerminal, PlainTerminal
+from treadle.adapters.redact import RedactingTerminal, Redactor
+from treadle.adapters.sessions import META, TRANSCRIPT, SessionLog, SessionStore
 from treadle.adapters.system_clock import SystemClock
 from treadle.domain.approval import POLICIES
 from treadle.domain.settings import SubAgentClocks, TurnSettings
 from treadle.domain.truncation import TokenBudget
 from treadle.domain.turn import Agent, TurnPorts, core_tools
-from treadle.entrypoints.config import AppConfig
+from treadle.entrypoints.config import RECORDED_SETTINGS, AppConfig
 from treadle.ports.clock import Clock
 from treadle.ports.model import Model
 from treadle.ports.process import ProcessRunner
@@ -32,25 +35,38 @@ class ModelNotConfigured(Exception):
 
 
 def build_model(app: AppConfig, clock: Clock) -> Model:
-    """The model adapter ``app.model`` names: ``demo``, ``script:PATH``, ``openai:NAME``…"""
-    provider, _, name = app.model.partition(":")
-    if provider == "demo":
-        from treadle.adapters.demo import demo_model
+    """The model adapter ``app.model`` names: ``demo``, ``script:PATH``, ``openai:NAME``…
 
-        return demo_model(clock)
-    if provider == "script" and name:
-        from treadle.adapters.fakes.model import ScriptedModel
-
-        return ScriptedModel.from_json(name, clock)
-    if provider in ("openai", "anthropic") and name:
-        return _http_model(provider, name, app)
+    A bare name picks its provider: ``claude-…`` is Anthropic, anything else is
+    OpenAI-compatible (``--model qwen2.5-coder --base-url …`` for a local server).
+    """
     if not app.model:
         raise ModelNotConfigured(
             "no model configured: pass --model (openai:NAME, anthropic:NAME or demo)"
         )
+    provider, _, name = app.model.partition(":")
+    if provider == "demo" and not name:
+        from treadle.adapters.demo import demo_model
+
+        return demo_model(clock)
+    if provider == "script" and name:
+        return _scripted_model(name, clock)
+    if provider in ("openai", "anthropic") and name:
+        return _http_model(provider, name, app)
+    if not name and provider not in ("openai", "anthropic", "script"):
+        return _http_model("anthropic" if provider.startswith("claude") else "openai", provider, app)
     raise ModelNotConfigured(
         f"unknown model {app.model!r}: use openai:NAME, anthropic:NAME, demo or script:PATH"
     )
+
+
+def _scripted_model(path: str, clock: Clock) -> Model:
+    from treadle.adapters.fakes.model import ScriptedModel
+
+    try:
+        return ScriptedModel.from_json(path, clock)
+    except (OSError, ValueError, KeyError, TypeError) as error:
+        raise ModelNotConfigured(f"cannot load the script {path}: {error}") from None
 
 
 def _http_model(provider: str, name: str, app: AppConfig) -> Model:
@@ -90,7 +106,34 @@ def build_tools() -> list[Tool]:
 def build_terminal(mode: str, resume_hint: str) -> Any:
     if mode == "json":
         return JsonLinesTerminal(resume_hint=resume_hint)
+    if mode == "tty":
+        from treadle.adapters.blessed_terminal import BlessedTerminal
+
+        return BlessedTerminal(resume_hint=resume_hint)
     return PlainTerminal(resume_hint=resume_hint)
+
+
+def build_redactor(app: AppConfig) -> Redactor:
+    """Secrets out of transcripts and the screen: secret-looking variables and the key."""
+    key_envs = [app.key_env] if app.key_env else []
+    return Redactor.from_environ(os.environ, also=key_envs)
+
+
+def build_session_log(app: AppConfig, session_dir: str, redactor: Redactor) -> SessionLog | None:
+    """The session's transcript and record, in ``session_dir`` (created when new)."""
+    if not session_dir:
+        return None
+    folder = Path(session_dir)
+    if not (folder / META).is_file():
+        SessionStore(folder.parent, redactor.redact).create(
+            folder.name,
+            workspace=os.path.realpath(app.workspace),
+            model=app.model,
+            base_url=app.base_url,
+            settings={key: getattr(app, key) for key in RECORDED_SETTINGS},
+        )
+    transcript = JsonlTranscript(folder / TRANSCRIPT, redact=redactor)
+    return SessionLog(folder, transcript, redactor.redact)
 
 
 def build_settings(app: AppConfig, session_dir: str, interactive: bool) -> TurnSettings:
@@ -126,11 +169,12 @@ class Container(containers.DeclarativeContainer):
     model = providers.Singleton(build_model, app, clock)
     runner = providers.Singleton(build_runner, app)
     terminal = providers.Singleton(build_terminal, mode, resume_hint)
-    transcript = providers.Singleton(
-        lambda session_dir: (
-            JsonlTranscript(os.path.join(session_dir, "transcript.jsonl")) if session_dir else None
-        ),
-        session_dir,
+    redactor = providers.Singleton(build_redactor, app)
+    screen = providers.Singleton(RedactingTerminal, terminal, redactor)
+    transcript = providers.Singleton(build_session_log, app, session_dir, redactor)
+    # A session folder that already has a transcript is continued (--resume).
+    history = providers.Singleton(
+        lambda log: log.conversation_so_far() if log is not None else None, transcript
     )
     tools = providers.Singleton(build_tools)
     settings = providers.Singleton(build_settings, app, session_dir, interactive)
@@ -139,7 +183,7 @@ class Container(containers.DeclarativeContainer):
         model=model,
         clock=clock,
         runner=runner,
-        terminal=terminal,
+        terminal=screen,
         transcript=transcript,
     )
-    agent = providers.Singleton(Agent, ports=ports, settings=settings, tools=tools)
+    agent = providers.Singleton(Agent, ports=ports, settings=settings, tools=tools, history=history)

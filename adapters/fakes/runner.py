@@ -11,7 +11,7 @@ from treadle.domain.output_bound import OutputBound
 from treadle.ports.clock import Clock
 from treadle.ports.process import ProcessError, ProcessResult, ProcessSpec
 
-SIGKILL = 9
+SIGTERM = 15
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,7 +68,7 @@ class FakeRunner:
             ProcessResult(
                 output=bounded.text(),
                 exit_code=None if timed_out or process.signal else process.exit_code,
-                signal=SIGKILL if timed_out else process.signal,
+                signal=SIGTERM if timed_out else process.signal,
                 duration=min(process.duration, spec.timeout),
                 timed_out=timed_out,
                 truncated=bounded.truncated,

@@ -1,0 +1,250 @@
+"""The real ProcessRunner: a shell command in its own session, bounded and cleaned up.
+
+Example::
+
+    runner = SubprocessRunner(passthrough_env=["GITHUB_TOKEN"])
+    match await runner.run(ProcessSpec("pytest -q", cwd=".", timeout=120)):
+        case Success(result): print(result.output, result.exit_code)
+        case Failure(error): print("could not start:", error.detail)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import time
+import uuid
+from collections.abc import Collection
+
+from returns.result import Failure, Result, Success
+
+from treadle.adapters.process.environment import child_environment
+from treadle.adapters.process.spill import SPILL_CAP, OutputSpill
+from treadle.adapters.process.tree import CommandTree, active_commands, become_subreaper
+from treadle.domain.output_bound import OutputBound
+from treadle.ports.process import ProcessError, ProcessResult, ProcessSpec
+
+DRAIN_AFTER_EXIT = 0.2
+"""After the command's own process ended, how long what is still in the pipe may take
+to arrive; a background child holding the pipe open does not make the call wait."""
+
+DRAIN_AFTER_STOP = 1.0
+"""After the stop, how long to read what the killed processes had already written."""
+
+
+class _OutputReader:
+    """Feeds the merged stdout and stderr into the bound (and the spill) as it arrives.
+
+    The pipe is read straight from the event loop's selector: no transport, so nothing
+    is buffered beyond one read, and closing it is ours to decide.
+    """
+
+    CHUNK = 256 * 1024
+
+    def __init__(self, pipe: int, bound: OutputBound, spill: OutputSpill | None) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._pipe: int | None = pipe
+        self._bound = bound
+        self._spill = spill
+        self.finished: asyncio.Future[None] = self._loop.create_future()
+        os.set_blocking(pipe, False)
+        self._loop.add_reader(pipe, self._read)
+
+    def _read(self) -> None:
+        if self._pipe is None:
+            return
+        try:
+            data = os.read(self._pipe, self.CHUNK)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:
+            data = b""
+        if not data:
+            self.close()
+            return
+        if self._spill is not None:
+            self._spill.take(data, self._bound)
+        self._bound.feed(data)
+
+    def close(self) -> None:
+        if self._pipe is not None:
+            self._loop.remove_reader(self._pipe)
+            os.close(self._pipe)
+            self._pipe = None
+        if not self.finished.done():
+            self.finished.set_result(None)
+
+
+class _ExitWatch:
+    """A future for the end of the command's own process.
+
+    A pidfd in the event loop costs no thread; without one, a thread waits.
+    """
+
+    def __init__(self, process: subprocess.Popen[bytes]) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._process = process
+        self.ended: asyncio.Future[None] = self._loop.create_future()
+        self._pidfd: int | None = None
+        try:
+            self._pidfd = os.pidfd_open(process.pid)
+        except (AttributeError, OSError):
+            waiting = self._loop.run_in_executor(None, process.wait)
+            waiting.add_done_callback(lambda _: self._settle())
+        else:
+            self._loop.add_reader(self._pidfd, self._reap)
+
+    def _reap(self) -> None:
+        self.close()
+        self._process.wait()  # it has ended: this only collects the status
+        self._settle()
+
+    def _settle(self) -> None:
+        if not self.ended.done():
+            self.ended.set_result(None)
+
+    def close(self) -> None:
+        if self._pidfd is not None:
+            self._loop.remove_reader(self._pidfd)
+            os.close(self._pidfd)
+            self._pidfd = None
+
+
+class SubprocessRunner:
+    """Runs commands with ``bash -c`` (``sh -c`` without bash), following the port.
+
+    ``passthrough_env`` names variables that look like secrets but may reach the
+    command; ``grace`` is the time between SIGTERM and SIGKILL; ``spill_cap`` is the
+    largest full-output file kept when the bound cuts.
+    """
+
+    def __init__(
+        self,
+        *,
+        passthrough_env: Collection[str] = (),
+        grace: float = 2.0,
+        shell: str | None = None,
+        spill_cap: int = SPILL_CAP,
+    ) -> None:
+        self._passthrough = frozenset(passthrough_env)
+        self._grace = grace
+        self._spill_cap = spill_cap
+        self._shell = shell or ("/bin/bash" if os.access("/bin/bash", os.X_OK) else "/bin/sh")
+
+    async def run(self, spec: ProcessSpec) -> Result[ProcessResult, ProcessError]:
+        bound = OutputBound(spec.output_limit)
+        spill = OutputSpill(spec.spill_dir, self._spill_cap) if spec.spill_dir else None
+        run_id = uuid.uuid4().hex
+        become_subreaper()
+        started = time.monotonic()
+        match self._start(spec, run_id):
+            case Failure() as failure:
+                return failure
+            case Success((process, pipe)):
+                pass
+        active_commands.add(process.pid)
+        try:
+            timed_out = await self._follow(
+                CommandTree(process.pid, run_id),
+                process,
+                _OutputReader(pipe, bound, spill),
+                spec.timeout,
+            )
+        finally:
+            active_commands.discard(process.pid)
+            if spill is not None:
+                spill.close()
+        return Success(_result(process, bound, spill, time.monotonic() - started, timed_out))
+
+    def _start(
+        self, spec: ProcessSpec, run_id: str
+    ) -> Result[tuple[subprocess.Popen[bytes], int], ProcessError]:
+        """Fork and exec the shell; quick enough not to need a thread."""
+        if not os.path.isdir(spec.cwd):
+            what = "not a folder" if os.path.exists(spec.cwd) else "no such folder"
+            return Failure(ProcessError(f"cannot run in {spec.cwd}: {what}"))
+        environment = child_environment(
+            os.environ, passthrough=self._passthrough, extra=spec.env, run_id=run_id
+        )
+        # Ours is the parent's folder; programs that trust $PWD would be misled.
+        environment.setdefault("PWD", os.path.abspath(spec.cwd))
+        read_end, write_end = os.pipe()
+        try:
+            process = subprocess.Popen(
+                [self._shell, "-c", spec.command],
+                cwd=spec.cwd,
+                env=environment,
+                stdin=subprocess.DEVNULL,
+                stdout=write_end,
+                stderr=write_end,
+                start_new_session=True,
+            )
+        except (OSError, ValueError) as error:
+            os.close(read_end)
+            return Failure(ProcessError(f"could not start the command: {error}"))
+        finally:
+            # Only the command may hold the write end, or the pipe would never end.
+            os.close(write_end)
+        return Success((process, read_end))
+
+    async def _follow(
+        self,
+        tree: CommandTree,
+        process: subprocess.Popen[bytes],
+        reader: _OutputReader,
+        timeout: float,
+    ) -> bool:
+        """Read until the command ends or its deadline; stop what it left; say if timed out."""
+        exit_watch = _ExitWatch(process)
+        try:
+            timed_out = not await _settled(exit_watch.ended, max(0.0, timeout))
+            # Its own process ended: whatever still holds the pipe, or still runs, is
+            # a leftover to stop, not a reason to wait.
+            if (
+                timed_out
+                or not await _settled(reader.finished, DRAIN_AFTER_EXIT)
+                or tree.may_have_leftovers()
+            ):
+                await tree.stop(self._grace)
+            await _settled(reader.finished, DRAIN_AFTER_STOP)
+            await _settled(exit_watch.ended, DRAIN_AFTER_STOP)
+        except BaseException:
+            # Cancelled (Esc, a caller's stop) or a bug: nothing of the command survives
+            # us; tree.stop re-raises if it is cancelled in turn, after a SIGKILL.
+            await tree.stop(self._grace)
+            raise
+        finally:
+            reader.close()
+            exit_watch.close()
+            if process.returncode is None:
+                process.poll()
+        return timed_out
+
+
+async def _settled(future: asyncio.Future[None], timeout: float) -> bool:
+    """Wait up to ``timeout`` seconds for ``future``; whether it is done."""
+    if not future.done():
+        await asyncio.wait([future], timeout=timeout)
+    return future.done()
+
+
+def _result(
+    process: subprocess.Popen[bytes],
+    bound: OutputBound,
+    spill: OutputSpill | None,
+    duration: float,
+    timed_out: bool,
+) -> ProcessResult:
+    code = process.returncode
+    saved = spill.path if spill is not None and spill.problem is None else None
+    return ProcessResult(
+        output=bound.text(spill.note() if spill is not None else ""),
+        exit_code=code if code is not None and code >= 0 else None,
+        signal=-code if code is not None and code < 0 else None,
+        duration=duration,
+        timed_out=timed_out,
+        truncated=bound.truncated,
+        omitted_bytes=bound.omitted,
+        full_output_path=saved if bound.truncated else None,
+    )

@@ -1,0 +1,366 @@
+"""The file tools: ``read_file``, ``write_file`` and ``edit_file``, inside the workspace.
+
+Reading shows numbered lines, a window at a time; writing replaces the whole file;
+editing swaps one exact piece of text and refuses a piece that is missing or occurs
+more than once (unless every occurrence should change).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import tempfile
+from collections.abc import Iterator, Mapping
+from typing import Any, BinaryIO
+
+from returns.result import Failure, Result, Success
+
+from treadle.adapters.tools.arguments import flag, plural, refuse, text, whole
+from treadle.adapters.tools.workspace import Workspace
+from treadle.ports.model import ToolSpec
+from treadle.ports.tools import Access, ToolContext, ToolOutcome, ToolResult
+
+DEFAULT_LINES = 2000
+LONGEST_LINE = 2000
+"""Characters shown of one line; minified files would otherwise fill the answer."""
+BINARY_SNIFF = 8192
+COUNT_LINES_UP_TO = 64 * 1024 * 1024
+"""Past the window, lines are counted this far to say how many remain; beyond, "at least"."""
+
+
+def _path_schema(purpose: str) -> dict[str, str]:
+    return {"type": "string", "description": f"{purpose}, relative to the workspace"}
+
+
+# Reading ---------------------------------------------------------------------
+
+READ_SPEC = ToolSpec(
+    name="read_file",
+    description=(
+        "Read a text file with line numbers (as `cat -n`). Long files come a window at a "
+        "time: pass offset and limit to read further. Saved full outputs of commands can be "
+        "read here too."
+    ),
+    parameters={
+        "type": "object",
+        "properties": {
+            "path": _path_schema("File to read"),
+            "offset": {
+                "type": "integer",
+                "minimum": 1,
+                "description": "First line to show, from 1 (default 1)",
+            },
+            "limit": {
+                "type": "integer",
+                "minimum": 1,
+                "description": f"Most lines to show (default {DEFAULT_LINES})",
+            },
+        },
+        "required": ["path"],
+        "additionalProperties": False,
+    },
+)
+
+
+class ReadFileTool:
+    """Numbered lines of a text file in the workspace (or a saved output), a window at a time."""
+
+    @property
+    def spec(self) -> ToolSpec:
+        return READ_SPEC
+
+    @property
+    def access(self) -> Access:
+        return "read"
+
+    def describe(self, arguments: Mapping[str, Any]) -> str:
+        offset, limit = whole(arguments, "offset", 1), whole(arguments, "limit", 0)
+        window = f" (lines {offset}-{offset + limit - 1})" if limit else ""
+        window = window or (f" (from line {offset})" if offset > 1 else "")
+        return f"read {text(arguments, 'path')}{window}"
+
+    async def run(self, arguments: Mapping[str, Any], context: ToolContext) -> ToolOutcome:
+        offset, limit = whole(arguments, "offset", 1), whole(arguments, "limit", DEFAULT_LINES)
+        if offset < 1 or limit < 1:
+            return refuse("offset and limit count lines from 1: give values of at least 1")
+        workspace = Workspace(context.workspace, (context.session_dir,))
+        path = text(arguments, "path")
+        match workspace.resolve(path):
+            case Failure(problem):
+                return refuse(problem, "outside the workspace")
+            case Success(real):
+                pass
+        budget = context.limits.output_limit
+        return await asyncio.to_thread(_read_window, real, path, offset, limit, budget)
+
+
+def _read_window(real: str, shown: str, offset: int, limit: int, budget: int) -> ToolResult:
+    try:
+        with open(real, "rb") as file:
+            if _looks_binary(file.read(BINARY_SNIFF)):
+                return refuse(f"{shown} is a binary file, not shown", "binary file")
+            file.seek(0)
+            return _numbered_window(file, shown, offset, limit, budget)
+    except IsADirectoryError:
+        return refuse(f"{shown} is a folder: use find_files to list it", "is a folder")
+    except FileNotFoundError:
+        return refuse(f"no such file: {shown}", "not found")
+    except PermissionError:
+        return refuse(f"permission denied: {shown}", "permission denied")
+    except OSError as error:
+        return refuse(f"cannot read {shown}: {error.strerror or error}", "cannot read")
+
+
+def _numbered_window(
+    file: BinaryIO, shown: str, offset: int, limit: int, budget: int
+) -> ToolResult:
+    """Lines ``offset`` .. ``offset + limit - 1``, numbered, within ``budget`` bytes."""
+    window: list[str] = []
+    spent = number = 0
+    for number, raw in enumerate(_lines(file), start=1):
+        if number < offset:
+            continue
+        line = raw.decode("utf-8", errors="replace").rstrip("\r\n")
+        if len(line) > LONGEST_LINE:
+            line = line[:LONGEST_LINE] + f" [... line cut at {LONGEST_LINE} characters]"
+        entry = f"{number:>6}\t{line}"
+        size = len(entry.encode()) + 1
+        if len(window) == limit or (window and spent + size > budget):
+            rest, exact = _count_rest(file)
+            why = "the line limit" if len(window) == limit else "the output bound"
+            more = f"{'' if exact else 'at least '}{plural(rest + 1, 'more line')}"
+            note = f"[{more} in {shown}, stopped by {why}; continue with offset={number}]"
+            return ToolResult(
+                "\n".join([*window, note]), status=f"lines {offset}-{number - 1}, {more}"
+            )
+        window.append(entry)
+        spent += size
+    if number == 0:
+        return ToolResult(f"{shown} is empty.", status="empty file")
+    if offset > number:
+        return refuse(f"{shown} has only {plural(number, 'line')}; offset {offset} is past its end")
+    return ToolResult("\n".join(window), status=f"lines {offset}-{number}")
+
+
+def _lines(file: BinaryIO) -> Iterator[bytes]:
+    """The file's lines, at most a few kilobytes of each: a huge line must not fill memory."""
+    while raw := file.readline(LONGEST_LINE * 4):
+        if not raw.endswith(b"\n"):
+            while (rest := file.readline(1 << 16)) and not rest.endswith(b"\n"):
+                pass
+        yield raw
+
+
+def _count_rest(file: BinaryIO) -> tuple[int, bool]:
+    """Lines left in the file, and whether all of it was counted."""
+    count, read, last = 0, 0, b"\n"
+    while chunk := file.read(1 << 20):
+        count += chunk.count(b"\n")
+        read, last = read + len(chunk), chunk[-1:]
+        if read >= COUNT_LINES_UP_TO:
+            return count, False
+    return count + (last != b"\n"), True
+
+
+def _looks_binary(start: bytes) -> bool:
+    return b"\0" in start
+
+
+# Writing ---------------------------------------------------------------------
+
+WRITE_SPEC = ToolSpec(
+    name="write_file",
+    description=(
+        "Write a whole file in the workspace, creating missing folders. An existing file is "
+        "replaced: to change part of a file, use edit_file."
+    ),
+    parameters={
+        "type": "object",
+        "properties": {
+            "path": _path_schema("File to write"),
+            "content": {"type": "string", "description": "The complete new content"},
+        },
+        "required": ["path", "content"],
+        "additionalProperties": False,
+    },
+)
+
+
+class WriteFileTool:
+    """A whole file written; an existing one replaced atomically, keeping its permissions."""
+
+    @property
+    def spec(self) -> ToolSpec:
+        return WRITE_SPEC
+
+    @property
+    def access(self) -> Access:
+        return "write"
+
+    def describe(self, arguments: Mapping[str, Any]) -> str:
+        size = len(text(arguments, "content").encode())
+        return f"write {text(arguments, 'path')} ({plural(size, 'byte')})"
+
+    async def run(self, arguments: Mapping[str, Any], context: ToolContext) -> ToolOutcome:
+        path, content = text(arguments, "path"), text(arguments, "content")
+        match Workspace(context.workspace).resolve(path, for_writing=True):
+            case Failure(problem):
+                return refuse(problem, "outside the workspace")
+            case Success(real):
+                pass
+        return await asyncio.to_thread(_write, real, path, content)
+
+
+def _write(real: str, shown: str, content: str) -> ToolResult:
+    existed = os.path.exists(real)
+    match _replace_file(real, content.encode("utf-8", errors="surrogateescape"), shown):
+        case Failure(problem):
+            return refuse(problem)
+    lines = plural(content.count("\n") + (bool(content) and not content.endswith("\n")), "line")
+    size = plural(len(content.encode("utf-8", errors="surrogateescape")), "byte")
+    how = "replaced" if existed else "created"
+    return ToolResult(f"Wrote {lines} ({size}) to {shown} ({how}).", status=f"{how}, {lines}")
+
+
+def _replace_file(real: str, data: bytes, shown: str) -> Result[None, str]:
+    """Write ``data`` to ``real``; an existing file is replaced whole or not at all."""
+    if os.path.isdir(real):
+        return Failure(f"{shown} is a folder, not a file")
+    try:
+        os.makedirs(os.path.dirname(real), exist_ok=True)
+        if os.path.exists(real):
+            _replace_atomically(real, data)
+        else:
+            with open(real, "xb") as file:
+                file.write(data)
+    except PermissionError:
+        return Failure(f"permission denied: cannot write {shown}")
+    except OSError as error:
+        return Failure(f"cannot write {shown}: {error.strerror or error}")
+    return Success(None)
+
+
+def _replace_atomically(real: str, data: bytes) -> None:
+    """A crash or a full disk mid-write must not leave half a file: write beside, then
+    rename over it, with the old file's permissions."""
+    mode = os.stat(real).st_mode & 0o7777
+    handle, temporary = tempfile.mkstemp(dir=os.path.dirname(real), prefix=".treadle-")
+    try:
+        with os.fdopen(handle, "wb") as file:
+            file.write(data)
+        os.chmod(temporary, mode)
+        os.replace(temporary, real)
+    except BaseException:
+        os.unlink(temporary)
+        raise
+
+
+# Editing ---------------------------------------------------------------------
+
+EDIT_SPEC = ToolSpec(
+    name="edit_file",
+    description=(
+        "Replace an exact piece of text in a file. old_string must match the file exactly "
+        "(whitespace and indentation included) and occur once, unless replace_all is set; "
+        "include surrounding lines to make it unique. Read the file first."
+    ),
+    parameters={
+        "type": "object",
+        "properties": {
+            "path": _path_schema("File to edit"),
+            "old_string": {"type": "string", "description": "The exact text to replace"},
+            "new_string": {"type": "string", "description": "The text to put in its place"},
+            "replace_all": {
+                "type": "boolean",
+                "description": "Replace every occurrence instead of exactly one",
+            },
+        },
+        "required": ["path", "old_string", "new_string"],
+        "additionalProperties": False,
+    },
+)
+
+
+class EditFileTool:
+    """One exact piece of text replaced (or every occurrence, when asked)."""
+
+    @property
+    def spec(self) -> ToolSpec:
+        return EDIT_SPEC
+
+    @property
+    def access(self) -> Access:
+        return "write"
+
+    def describe(self, arguments: Mapping[str, Any]) -> str:
+        every = " (every occurrence)" if flag(arguments, "replace_all") else ""
+        return f"edit {text(arguments, 'path')}{every}"
+
+    async def run(self, arguments: Mapping[str, Any], context: ToolContext) -> ToolOutcome:
+        path = text(arguments, "path")
+        old, new = text(arguments, "old_string"), text(arguments, "new_string")
+        if not old:
+            return refuse("old_string is empty: use write_file to create or replace a file")
+        if old == new:
+            return refuse("old_string and new_string are the same: nothing would change")
+        match Workspace(context.workspace).resolve(path, for_writing=True):
+            case Failure(problem):
+                return refuse(problem, "outside the workspace")
+            case Success(real):
+                pass
+        every = flag(arguments, "replace_all")
+        return await asyncio.to_thread(_edit, real, path, old, new, every)
+
+
+def _edit(real: str, shown: str, old: str, new: str, every: bool) -> ToolResult:
+    try:
+        with open(real, "rb") as file:
+            data = file.read()
+    except FileNotFoundError:
+        return refuse(f"no such file: {shown} (use write_file to create it)", "not found")
+    except IsADirectoryError:
+        return refuse(f"{shown} is a folder, not a file", "is a folder")
+    except PermissionError:
+        return refuse(f"permission denied: {shown}", "permission denied")
+    except OSError as error:
+        return refuse(f"cannot read {shown}: {error.strerror or error}", "cannot read")
+    if _looks_binary(data[:BINARY_SNIFF]):
+        return refuse(f"{shown} is a binary file: edit_file changes text files only", "binary")
+    # Undecodable bytes survive the round trip untouched.
+    content = data.decode("utf-8", errors="surrogateescape")
+    if old not in content and "\r\n" in content and "\r\n" not in old:
+        # The model writes "\n"; a file with Windows line ends spells them "\r\n".
+        old, new = old.replace("\n", "\r\n"), new.replace("\n", "\r\n")
+    count = content.count(old)
+    if count == 0:
+        return refuse(
+            f"old_string was not found in {shown}. It must match exactly, whitespace and "
+            "indentation included: read the file again and copy the text.",
+            "no match",
+        )
+    if count > 1 and not every:
+        lines = _lines_of(content, old)
+        return refuse(
+            f"old_string occurs {count} times in {shown} (lines {', '.join(map(str, lines))}): "
+            "include more surrounding text to pick one, or set replace_all to change all.",
+            "ambiguous match",
+        )
+    first_line = content.count("\n", 0, content.index(old)) + 1
+    updated = content.replace(old, new) if every else content.replace(old, new, 1)
+    match _replace_file(real, updated.encode("utf-8", errors="surrogateescape"), shown):
+        case Failure(problem):
+            return refuse(problem)
+    what = plural(count if every else 1, "occurrence")
+    return ToolResult(
+        f"Replaced {what} in {shown} (first at line {first_line}).",
+        status=f"replaced {what}",
+    )
+
+
+def _lines_of(content: str, piece: str) -> list[int]:
+    lines: list[int] = []
+    start = content.find(piece)
+    while start != -1 and len(lines) < 10:
+        lines.append(content.count("\n", 0, start) + 1)
+        start = content.find(piece, start + 1)
+    return lines

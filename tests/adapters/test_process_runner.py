@@ -1,0 +1,292 @@
+"""The real runner on real processes: cleanup of whole trees, bounds, spills, environment."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import signal
+import time
+from pathlib import Path
+
+import pytest
+from returns.result import Failure, Success
+
+from treadle.adapters.process import SubprocessRunner
+from treadle.adapters.process.environment import child_environment, looks_secret
+from treadle.ports.process import ProcessResult, ProcessSpec
+
+pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs Linux /proc")
+
+# Four ways to outlive a shell: a plain background child, one that called setsid, a
+# double-forked daemon that stays in the group, and one that does both and drops the pipe.
+# Each writes its pid to a file; the shell says "ready" once all four have.
+ESCAPING_TREE = """
+record() { echo $1 > "$DIR/$2.tmp" && mv "$DIR/$2.tmp" "$DIR/$2.pid"; }
+bash -c "$(declare -f record); record \\$\\$ background; exec sleep 300" &
+setsid bash -c "$(declare -f record); record \\$\\$ setsid; exec sleep 300" &
+( bash -c "$(declare -f record); record \\$\\$ double_fork; exec sleep 300" & )
+( setsid bash -c "$(declare -f record); record \\$\\$ daemon; exec sleep 300 >/dev/null 2>&1" & )
+record $$ shell
+while [ "$(ls "$DIR" | grep -c '\\.pid$')" -lt 5 ]; do sleep 0.01; done
+echo ready > "$DIR/ready"
+echo ready
+sleep 300
+"""
+
+
+def running(pid: int) -> bool:
+    """Alive and not a zombie waiting for its parent."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_bytes()
+    except OSError:
+        return False
+    return stat[stat.rfind(b")") + 2 :].split()[0] not in (b"Z", b"X")
+
+
+def contents(path: Path) -> str:
+    return path.read_text()
+
+
+def recorded_pids(folder: Path) -> dict[str, int]:
+    return {path.stem: int(path.read_text()) for path in folder.glob("*.pid")}
+
+
+def ran(outcome: object) -> ProcessResult:
+    assert isinstance(outcome, Success), outcome
+    result = outcome.unwrap()
+    assert isinstance(result, ProcessResult)
+    return result
+
+
+def spec(command: str, tmp_path: Path, **overrides: object) -> ProcessSpec:
+    settings: dict[str, object] = {"timeout": 30.0, "cwd": str(tmp_path)}
+    settings.update(overrides)
+    return ProcessSpec(command, **settings)  # type: ignore[arg-type]
+
+
+@pytest.mark.slow
+async def test_nothing_of_the_tree_survives_the_deadline(tmp_path: Path) -> None:
+    runner = SubprocessRunner(grace=1.0)
+
+    result = ran(
+        await runner.run(spec(ESCAPING_TREE, tmp_path, timeout=3.0, env={"DIR": str(tmp_path)}))
+    )
+
+    pids = recorded_pids(tmp_path)
+    assert set(pids) == {"shell", "background", "setsid", "double_fork", "daemon"}
+    assert result.timed_out
+    assert result.output == "ready\n"
+    assert result.exit_code is None
+    assert result.signal == signal.SIGTERM
+    assert [name for name, pid in pids.items() if running(pid)] == []
+
+
+async def test_nothing_of_the_tree_survives_a_cancel(tmp_path: Path) -> None:
+    runner = SubprocessRunner(grace=1.0)
+    call = asyncio.create_task(
+        runner.run(spec(ESCAPING_TREE, tmp_path, timeout=300.0, env={"DIR": str(tmp_path)}))
+    )
+    for _ in range(3000):
+        if (tmp_path / "ready").exists() or call.done():
+            break
+        await asyncio.sleep(0.01)
+    assert not call.done()
+
+    call.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await call
+
+    pids = recorded_pids(tmp_path)
+    assert len(pids) == 5
+    assert [name for name, pid in pids.items() if running(pid)] == []
+
+
+async def test_a_program_ignoring_sigterm_gets_sigkill_after_the_grace(tmp_path: Path) -> None:
+    runner = SubprocessRunner(grace=0.2)
+
+    result = ran(await runner.run(spec("trap '' TERM; echo $$; sleep 300", tmp_path, timeout=0.5)))
+
+    assert result.timed_out
+    assert result.signal == signal.SIGKILL
+    assert not running(int(result.output))
+
+
+async def test_a_background_child_holding_the_output_does_not_hold_the_call(
+    tmp_path: Path,
+) -> None:
+    runner = SubprocessRunner(grace=1.0)
+    started = time.monotonic()
+
+    result = ran(await runner.run(spec("sleep 60 & echo $!; echo done", tmp_path)))
+
+    assert time.monotonic() - started < 5.0  # the child would sleep for 60
+    child, done = result.output.split()
+    assert done == "done"
+    assert result.exit_code == 0
+    assert not result.timed_out
+    assert not running(int(child))
+
+
+async def test_a_detached_daemon_is_stopped_when_the_command_ends(tmp_path: Path) -> None:
+    runner = SubprocessRunner(grace=1.0)
+
+    # The daemon leaves the session, gives up the pipe, and its parent is gone at once.
+    result = ran(await runner.run(spec("(setsid sleep 300 >/dev/null 2>&1 & echo $!)", tmp_path)))
+
+    assert result.exit_code == 0
+    assert not running(int(result.output))
+
+
+@pytest.mark.slow
+async def test_an_endless_output_is_bounded_with_the_omitted_count(tmp_path: Path) -> None:
+    runner = SubprocessRunner()
+
+    result = ran(await runner.run(spec("yes | head -c 1000000000", tmp_path, output_limit=10_000)))
+
+    parts = re.fullmatch(r"(.*\n)(\[\.\.\. [^\n]* \.\.\.\])\n(.*)", result.output, re.DOTALL)
+    assert parts is not None
+    head, marker, tail = parts.groups()
+    kept = len(head) + len(tail)
+    assert result.truncated
+    assert result.exit_code == 0
+    assert result.omitted_bytes == 1_000_000_000 - kept
+    assert kept == 10_000
+    assert f"{result.omitted_bytes:,} bytes" in marker
+    assert set(head + tail) == {"y", "\n"}
+
+
+async def test_the_full_output_is_saved_when_the_bound_cuts(tmp_path: Path) -> None:
+    spill = tmp_path / "session"
+    runner = SubprocessRunner()
+
+    result = ran(
+        await runner.run(spec("seq 1 20000", tmp_path, output_limit=1_000, spill_dir=str(spill)))
+    )
+
+    assert result.truncated
+    assert result.full_output_path is not None
+    saved = Path(result.full_output_path)
+    assert saved.parent == spill
+    expected = "".join(f"{n}\n" for n in range(1, 20001))
+    assert contents(saved) == expected
+    assert f"full output in {saved}" in result.output
+    assert result.omitted_bytes == len(expected) - 1_000
+
+
+async def test_nothing_is_saved_when_the_output_fits(tmp_path: Path) -> None:
+    spill = tmp_path / "session"
+    runner = SubprocessRunner()
+
+    result = ran(await runner.run(spec("seq 1 10", tmp_path, spill_dir=str(spill))))
+
+    assert not result.truncated
+    assert result.full_output_path is None
+    assert not spill.exists() or list(spill.iterdir()) == []
+
+
+async def test_the_saved_output_stops_at_its_cap(tmp_path: Path) -> None:
+    runner = SubprocessRunner(spill_cap=5_000)
+
+    result = ran(
+        await runner.run(
+            spec("seq 1 20000", tmp_path, output_limit=1_000, spill_dir=str(tmp_path / "s"))
+        )
+    )
+
+    assert result.full_output_path is not None
+    assert len(contents(Path(result.full_output_path))) == 5_000
+    assert "only the first 5,000 bytes of the output were saved" in result.output
+
+
+async def test_a_spill_that_cannot_be_written_is_said_not_failed(tmp_path: Path) -> None:
+    blocker = tmp_path / "not_a_folder"
+    blocker.write_text("")
+    runner = SubprocessRunner()
+
+    result = ran(
+        await runner.run(
+            spec("seq 1 20000", tmp_path, output_limit=1_000, spill_dir=str(blocker / "s"))
+        )
+    )
+
+    assert result.exit_code == 0
+    assert result.truncated
+    assert result.full_output_path is None
+    assert "the full output could not be saved: " in result.output
+
+
+async def test_secrets_stay_out_of_the_environment_unless_let_through(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TREADLE_TEST_API_KEY", "k-123")
+    monkeypatch.setenv("Github_Token", "t-456")
+    monkeypatch.setenv("TREADLE_TEST_PLAIN", "visible")
+    command = "env"
+
+    closed = ran(await SubprocessRunner().run(spec(command, tmp_path)))
+    allowed = ran(
+        await SubprocessRunner(passthrough_env=["Github_Token"]).run(spec(command, tmp_path))
+    )
+
+    assert "k-123" not in closed.output
+    assert "t-456" not in closed.output
+    assert "TREADLE_TEST_PLAIN=visible" in closed.output
+    assert "Github_Token=t-456" in allowed.output
+    assert "k-123" not in allowed.output
+
+
+async def test_commands_are_told_not_to_wait_for_anyone(tmp_path: Path) -> None:
+    result = ran(
+        await SubprocessRunner().run(
+            spec(
+                'read line; echo "[$line:$?] $CI $GIT_TERMINAL_PROMPT $PAGER $GIT_PAGER $MINE"',
+                tmp_path,
+                env={"MINE": "mine"},
+            )
+        )
+    )
+
+    assert result.output == "[:1] 1 0 cat cat mine\n"  # read found stdin closed
+
+
+async def test_the_command_runs_in_the_given_folder(tmp_path: Path) -> None:
+    folder = tmp_path / "sub"
+    folder.mkdir()
+
+    result = ran(await SubprocessRunner().run(spec("pwd", tmp_path, cwd=str(folder))))
+
+    assert result.output == f"{folder}\n"
+
+
+@pytest.mark.parametrize("folder", ["missing", "a_file"])
+async def test_a_command_that_cannot_start_is_a_failure_value(tmp_path: Path, folder: str) -> None:
+    (tmp_path / "a_file").write_text("")
+
+    outcome = await SubprocessRunner().run(spec("true", tmp_path, cwd=str(tmp_path / folder)))
+
+    assert isinstance(outcome, Failure)
+    assert folder in outcome.failure().detail
+
+
+def test_names_that_look_like_secrets() -> None:
+    assert all(map(looks_secret, ["OPENAI_API_KEY", "gh_token", "DbPassword", "AWS_SECRET"]))
+    assert not any(map(looks_secret, ["PATH", "HOME", "LANG", "CI"]))
+
+
+def test_the_callers_variables_win_and_the_run_is_tagged() -> None:
+    environment = child_environment(
+        {"PAGER": "less", "MY_KEY": "x", "HOME": "/h"},
+        passthrough=(),
+        extra={"PAGER": "more", "SERVICE_TOKEN": "given"},
+        run_id="abc",
+    )
+
+    assert environment == {
+        "HOME": "/h",
+        "CI": "1",
+        "GIT_TERMINAL_PROMPT": "0",
+        "PAGER": "more",
+        "GIT_PAGER": "cat",
+        "SERVICE_TOKEN": "given",
+        "TREADLE_RUN_abc": "1",
+    }
