@@ -182,7 +182,7 @@ class SubprocessRunner:
             )
         except (OSError, ValueError) as error:
             os.close(read_end)
-            return Failure(ProcessError(f"could not start the command: {error}"))
+            return Failure(ProcessError(str(error)))
         finally:
             # Only the command may hold the write end, or the pipe would never end.
             os.close(write_end)

@@ -1,0 +1,174 @@
+"""The Model port over the Anthropic Messages API, streamed.
+
+Example::
+
+    model = AnthropicModel(model="claude-sonnet-4-5", api_key=os.environ.get("ANTHROPIC_API_KEY"))
+    async for item in model.stream(request):
+        ...
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx
+from returns.result import Result
+
+from treadle.adapters.http_model.anthropic_reader import AnthropicReader
+from treadle.adapters.http_model.exchange import HttpRequest, exchange, failing
+from treadle.adapters.http_model.transport import Connection, checked_base_url
+from treadle.ports.conversation import Message
+from treadle.ports.model import (
+    CredentialsRejected,
+    ModelError,
+    ModelRequest,
+    StreamEvent,
+    ToolSpec,
+)
+
+ANTHROPIC_BASE_URL = "https://api.anthropic.com"
+ANTHROPIC_VERSION = "2023-06-01"
+
+
+class AnthropicModel:
+    """Messages, streamed; one attempt per :meth:`stream` call, each on a new
+    connection (the turn loop decides about retries).
+
+    ``api_key`` is the key itself (the caller reads it from ``key_env``, which is only
+    named here to say what to set). The hosted API needs one; a gateway at another
+    ``base_url`` gets one only if it is given. ``transport`` is for tests and
+    benchmarks: the adapter then uses it as lent, and never closes it.
+    """
+
+    def __init__(
+        self,
+        *,
+        model: str,
+        base_url: str = ANTHROPIC_BASE_URL,
+        api_key: str | None,
+        key_env: str = "ANTHROPIC_API_KEY",
+        connect_timeout: float = 10,
+        read_timeout: float = 120,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        self.model = model
+        self.base_url = checked_base_url(base_url)
+        self.key_env = key_env
+        self._key = api_key or None
+        self._hosted = self.base_url == ANTHROPIC_BASE_URL
+        self._connection = Connection(connect_timeout, read_timeout, transport)
+
+    def __repr__(self) -> str:
+        return f"AnthropicModel(model={self.model!r}, base_url={self.base_url!r})"
+
+    def stream(self, request: ModelRequest) -> AsyncIterator[Result[StreamEvent, ModelError]]:
+        if self._key is None and self._hosted:
+            return failing(CredentialsRejected(f"no API key: set {self.key_env}"))
+        headers = {
+            "content-type": "application/json",
+            "accept": "text/event-stream",
+            "anthropic-version": ANTHROPIC_VERSION,
+        }
+        if self._key is not None:
+            headers["x-api-key"] = self._key
+        body = messages_request_body(request, model=self.model)
+        http_request = HttpRequest(
+            f"{self.base_url}/v1/messages",
+            headers,
+            json.dumps(body).encode(),
+            self._key,
+            self.key_env,
+        )
+        prefill = _prefill(request.continuation)
+        reader = AnthropicReader(shown_whitespace=request.continuation[len(prefill) :])
+        return exchange(http_request, self._connection, reader)
+
+
+def messages_request_body(request: ModelRequest, *, model: str) -> dict[str, Any]:
+    """The JSON body of a streamed Messages request."""
+    body: dict[str, Any] = {
+        "model": model,
+        "max_tokens": request.max_tokens,
+        "stream": True,
+        "messages": anthropic_messages(request),
+    }
+    if request.system:
+        body["system"] = request.system
+    if request.tools:
+        body["tools"] = [_tool(spec) for spec in request.tools]
+    return body
+
+
+def anthropic_messages(request: ModelRequest) -> list[dict[str, Any]]:
+    """The conversation in Anthropic's shape: tool results are user content, and
+    neighbours of one role are merged, since all results answering one assistant
+    message must come in the single user message that follows it."""
+    messages: list[dict[str, Any]] = []
+    prefill = _prefill(request.continuation)
+    turns = [(_role(message), _blocks(message)) for message in request.messages]
+    if prefill:
+        # The model goes on from the last character of this assistant text.
+        turns.append(("assistant", [{"type": "text", "text": prefill}]))
+    for role, blocks in turns:
+        if not blocks:
+            continue  # an empty message (an interrupt before any text) says nothing
+        if messages and messages[-1]["role"] == role:
+            messages[-1]["content"].extend(blocks)
+        else:
+            messages.append({"role": role, "content": blocks})
+    for message in messages:
+        content = message["content"]
+        if message["role"] == "user" and len(content) > 1:
+            # Results must lead a user message; text the person added goes after them.
+            content.sort(key=lambda block: block["type"] != "tool_result")
+    return messages
+
+
+def _role(message: Message) -> str:
+    return "assistant" if message.role == "assistant" else "user"
+
+
+def _prefill(continuation: str) -> str:
+    """The answer so far, as a prefill: Anthropic refuses one that ends in whitespace.
+    What is cut here is already on the screen; the reader drops it from the new text."""
+    return continuation.rstrip()
+
+
+def _blocks(message: Message) -> list[dict[str, Any]]:
+    blocks: list[dict[str, Any]] = []
+    if message.role == "tool":
+        result: dict[str, Any] = {
+            "type": "tool_result",
+            "tool_use_id": message.tool_call_id,
+            "content": message.text,
+        }
+        if message.is_error:
+            result["is_error"] = True
+        return [result]
+    if message.text:
+        blocks.append({"type": "text", "text": message.text})
+    for call in message.tool_calls:
+        blocks.append(
+            {"type": "tool_use", "id": call.id, "name": call.name, "input": _input(call.arguments)}
+        )
+    return blocks
+
+
+def _input(arguments: str) -> dict[str, Any]:
+    # The API takes an object. Arguments that were not one were answered with a tool
+    # error; sending {} keeps the conversation valid, and that error explains the rest.
+    try:
+        value = json.loads(arguments)
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def _tool(spec: ToolSpec) -> dict[str, Any]:
+    return {
+        "name": spec.name,
+        "description": spec.description,
+        "input_schema": dict(spec.parameters),
+    }

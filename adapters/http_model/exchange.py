@@ -1,0 +1,132 @@
+"""One attempt: send the request on a new connection, read the event stream, hand each
+event to the protocol's reader, and turn every failure into a value.
+
+The readers (:mod:`openai_chat_reader`, :mod:`anthropic_reader`) are pure state
+machines, so everything that is about a wire format is tested without sockets; this
+module is the only place where bytes meet them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import Protocol, cast
+
+import httpx
+from returns.result import Failure, Result
+
+from treadle.adapters.http_model.sse import SseEvent, SseParser
+from treadle.adapters.http_model.transport import (
+    Connection,
+    open_client,
+    redact_error,
+    status_failure,
+    transport_failure,
+)
+from treadle.ports.model import ModelError, StreamEvent
+
+StreamItem = Result[StreamEvent, ModelError]
+
+
+class EventReader(Protocol):
+    """Turns one protocol's events into stream items; knows when the answer is over.
+
+    ``ended`` turns true with the ``read`` whose last item is the ``StreamEnd`` or the
+    ``Failure`` that ends the stream; no event is read after that.
+    """
+
+    ended: bool
+
+    def read(self, event: SseEvent) -> list[StreamItem]:
+        """The items this event completes."""
+        ...
+
+    def end_of_body(self) -> StreamItem:
+        """The body ended before the protocol's final event: why that is malformed."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class HttpRequest:
+    """The POST of one attempt. ``secret`` is the key, kept to redact it from messages."""
+
+    url: str
+    headers: Mapping[str, str]
+    body: bytes
+    secret: str | None
+    key_env: str
+
+
+async def failing(error: ModelError) -> AsyncIterator[StreamItem]:
+    """A stream that fails at once, before anything is sent."""
+    yield Failure(error)
+
+
+async def exchange(
+    request: HttpRequest, connection: Connection, reader: EventReader
+) -> AsyncIterator[StreamItem]:
+    """The items of one attempt, ending with a ``StreamEnd`` or one ``Failure``.
+
+    Closing the generator early (the caller stopped, or was cancelled) closes the
+    response and the client, and with them the connection.
+    """
+    url = httpx.URL(request.url)
+    where = f"{url.host}:{url.port}" if url.port else url.host
+    async with contextlib.AsyncExitStack() as hang_up:
+        client = open_client(connection)
+        hang_up.push_async_callback(_quietly, client.aclose)
+        try:
+            response = await client.send(
+                client.build_request("POST", url, headers=request.headers, content=request.body),
+                stream=True,
+            )
+        except httpx.HTTPError as exc:
+            yield Failure(transport_failure(exc, connection, where, request.secret))
+            return
+        hang_up.push_async_callback(_quietly, response.aclose)
+        if not response.is_success:
+            yield Failure(
+                await status_failure(response, secret=request.secret, key_env=request.key_env)
+            )
+            return
+        chunks = cast(AsyncGenerator[bytes, None], response.aiter_bytes())
+        hang_up.push_async_callback(_quietly, chunks.aclose)
+        parser = SseParser()
+        while not reader.ended:
+            try:
+                chunk = await anext(chunks)
+            except StopAsyncIteration:
+                break
+            except httpx.HTTPError as exc:
+                # After the items already yielded: the caller knows what was shown.
+                yield Failure(transport_failure(exc, connection, where, request.secret))
+                return
+            for item in _read(reader, parser.feed(chunk), request.secret):
+                yield item
+        if not reader.ended:
+            items = _read(reader, parser.finish(), request.secret)
+            if not reader.ended:
+                items.append(reader.end_of_body())
+            for item in items:
+                yield item
+
+
+async def _quietly(close: Callable[[], Awaitable[None]]) -> None:
+    # A failure while hanging up changes nothing for the answer already read.
+    with contextlib.suppress(httpx.HTTPError):
+        await close()
+
+
+def _read(reader: EventReader, events: list[SseEvent], secret: str | None) -> list[StreamItem]:
+    """The items of ``events``, up to and including the one that ends the stream."""
+    items: list[StreamItem] = []
+    for event in events:
+        items += reader.read(event)
+        if reader.ended:
+            last = items[-1]
+            if isinstance(last, Failure):
+                # An error event quotes the server, and the server may quote the key.
+                items[-1] = Failure(redact_error(last.failure(), secret))
+            break
+    return items

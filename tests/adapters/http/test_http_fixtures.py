@@ -1,0 +1,208 @@
+"""Every recorded and hand-made stream, served over a real socket through the real
+adapter, maps to the right text, tool calls, usage and stop reason, or a clear failure."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pytest
+
+from tests.adapters.http.server import Reply, ScriptedServer
+from tests.adapters.http.support import KEY, STREAMS, a_request, listen, stream_file
+from treadle.adapters.http_model import AnthropicModel, OpenAIChatModel
+from treadle.ports.conversation import ToolCall, Usage
+from treadle.ports.model import HttpStatusError, MalformedStream, ModelError, StreamEnd
+
+WEATHER_TEXT = "I'll check the current weather in Paris for you."
+TAX_TEXT = (
+    "I'll create a comprehensive tax guide for someone with multiple W2s and save it in a"
+    " file called taxes.txt. Let me do that for you now."
+)
+SF_TEXT = (
+    "I'm unable to provide real-time updates, including current weather information. For the"
+    " latest weather in San Francisco, I recommend checking a reliable weather website or app"
+    " such as the Weather Channel, BBC Weather, or a local San Francisco news station."
+)
+
+
+@dataclass(frozen=True)
+class Expected:
+    text: str = ""
+    calls: tuple[ToolCall, ...] = ()
+    usage: Usage | None = None
+    end: StreamEnd | None = None
+    failure: ModelError | None = None
+    failure_says: str = field(default="")
+
+
+ANTHROPIC = {
+    "anthropic/basic_response.sse": Expected(
+        "Hello there!", usage=Usage(11, 6), end=StreamEnd("end_turn")
+    ),
+    "anthropic/extra_fields_response.sse": Expected(
+        "Hello!", usage=Usage(11, 3), end=StreamEnd("end_turn")
+    ),
+    # The tool_use block never stops and its JSON is cut: no call is handed over.
+    "anthropic/incomplete_partial_json_response.sse": Expected(
+        TAX_TEXT, usage=Usage(450, 124), end=StreamEnd("max_tokens")
+    ),
+    # Input counts cached tokens too: 11 + 3 created + 5 read.
+    "anthropic/missing_usage_response.sse": Expected(
+        "hi", usage=Usage(19, 1), end=StreamEnd("end_turn")
+    ),
+    "anthropic/out_of_order_response.sse": Expected(
+        failure_says="content_block_start for block 1 before block 0"
+    ),
+    "anthropic/refusal_response.sse": Expected(
+        "",
+        usage=Usage(20, 120),
+        end=StreamEnd("refusal", "cyber: This request was refused due to policy."),
+    ),
+    "anthropic/stop_details_response.sse": Expected(
+        "hi", usage=Usage(11, 1), end=StreamEnd("end_turn", "")
+    ),
+    "anthropic/tool_use_invalid_json_response.sse": Expected(
+        WEATHER_TEXT,
+        (
+            ToolCall(
+                "toolu_01NRLabsLyVHZPKxbKvkfSMn",
+                "get_weather",
+                '{"location": "Paris", "unit": celsius}',
+            ),
+        ),
+        Usage(377, 65),
+        StreamEnd("tool_use"),
+    ),
+    "anthropic/tool_use_response.sse": Expected(
+        WEATHER_TEXT,
+        (ToolCall("toolu_01NRLabsLyVHZPKxbKvkfSMn", "get_weather", '{"location": "Paris"}'),),
+        Usage(377, 65),
+        StreamEnd("tool_use"),
+    ),
+    "handmade/anthropic/overloaded_mid_stream.sse": Expected(
+        "Checking", failure=HttpStatusError(503, "overloaded_error: Overloaded")
+    ),
+    "handmade/anthropic/thinking_text_and_two_tools.sse": Expected(
+        "Listing it.",
+        (
+            ToolCall("toolu_treadle01", "find_files", '{"glob": "*.py"}'),
+            ToolCall("toolu_treadle02", "update_plan", "{}"),
+        ),
+        Usage(42, 58),
+        StreamEnd("tool_use"),
+    ),
+}
+
+OPENAI = {
+    "openai-chat/text_with_usage.sse": Expected(
+        SF_TEXT, usage=Usage(14, 47), end=StreamEnd("end_turn")
+    ),
+    "openai-chat/finish_length.sse": Expected(
+        '{"', usage=Usage(17, 1), end=StreamEnd("max_tokens")
+    ),
+    "openai-chat/tool_call_single.sse": Expected(
+        "",
+        (
+            ToolCall(
+                "call_7PhhveOvvpPK53s1fV8TWhoV",
+                "GetWeatherArgs",
+                '{"city":"Edinburgh","country":"GB","units":"c"}',
+            ),
+        ),
+        Usage(76, 24),
+        StreamEnd("tool_use"),
+    ),
+    "openai-chat/tool_calls_parallel.sse": Expected(
+        "",
+        (
+            ToolCall(
+                "call_lQnnsesjFMWMQ5IeWPHzR4th",
+                "GetWeatherArgs",
+                '{"city": "Edinburgh", "country": "UK", "units": "c"}',
+            ),
+            ToolCall(
+                "call_2xjOUgaCdiwAcl9ZBL9LyMUU",
+                "get_stock_price",
+                '{"ticker": "AAPL", "exchange": "NASDAQ"}',
+            ),
+        ),
+        Usage(149, 60),
+        StreamEnd("tool_use"),
+    ),
+    # The refusal is shown as the answer, and the end says it was one.
+    "openai-chat/refusal.sse": Expected(
+        "I'm sorry, but I can't assist with that request.",
+        usage=Usage(17, 12),
+        end=StreamEnd("refusal"),
+    ),
+    # Choices 1 and 2 (one of them a refusal) are not ours: only choice 0 is read.
+    "openai-chat/multi_choice_n3.sse": Expected(
+        '{"city":"San Francisco","temperature":63,"units":"f"}',
+        usage=Usage(17, 71),
+        end=StreamEnd("end_turn"),
+    ),
+    "handmade/openai-chat/text_then_tool_call.sse": Expected(
+        "Let me look at the tests first.",
+        (ToolCall("call_treadle01", "bash", '{"command": "pytest -q"}'),),
+        Usage(120, 31),
+        StreamEnd("tool_use"),
+    ),
+    "handmade/openai-chat/error_mid_stream.sse": Expected(
+        "The answer is",
+        failure=HttpStatusError(
+            500,
+            "server_error: The server had an error while processing your request."
+            " Sorry about that!",
+        ),
+    ),
+}
+
+
+def test_every_fixture_file_has_an_expectation():
+    files = {str(path.relative_to(STREAMS)) for path in STREAMS.rglob("*.sse")}
+    assert files == set(ANTHROPIC) | set(OPENAI)
+
+
+async def _check(
+    model: AnthropicModel | OpenAIChatModel, server: ScriptedServer, name: str, expected: Expected
+) -> None:
+    server.add(Reply.sse(stream_file(name)))
+    heard = await listen(model.stream(a_request()))
+    assert heard.text == expected.text
+    assert tuple(heard.calls) == expected.calls
+    assert heard.usage == expected.usage
+    assert heard.end == expected.end
+    if expected.failure_says:
+        assert isinstance(heard.failure, MalformedStream)
+        assert expected.failure_says in heard.failure.detail
+    else:
+        assert heard.failure == expected.failure
+    assert len(server.requests) == 1
+
+
+@pytest.mark.parametrize(("name", "expected"), ANTHROPIC.items(), ids=list(ANTHROPIC))
+async def test_anthropic_stream(server: ScriptedServer, name: str, expected: Expected) -> None:
+    model = AnthropicModel(model="claude-test", base_url=server.base_url, api_key=KEY)
+    await _check(model, server, name, expected)
+
+
+@pytest.mark.parametrize(("name", "expected"), OPENAI.items(), ids=list(OPENAI))
+async def test_openai_chat_stream(server: ScriptedServer, name: str, expected: Expected) -> None:
+    model = OpenAIChatModel(model="gpt-test", base_url=server.base_url, api_key=KEY)
+    await _check(model, server, name, expected)
+
+
+async def test_text_arrives_as_it_was_streamed_not_all_at_once(server: ScriptedServer) -> None:
+    server.add(Reply.sse(stream_file("anthropic/basic_response.sse")))
+    model = AnthropicModel(model="claude-test", base_url=server.base_url, api_key=KEY)
+    heard = await listen(model.stream(a_request()))
+    assert heard.deltas == ["Hello", " there", "!"]
+
+
+async def test_the_stream_is_read_whatever_way_the_bytes_are_cut(server: ScriptedServer) -> None:
+    body = stream_file("openai-chat/tool_calls_parallel.sse")
+    server.add(Reply(chunks=tuple(body[i : i + 7] for i in range(0, len(body), 7))))
+    model = OpenAIChatModel(model="gpt-test", base_url=server.base_url, api_key=KEY)
+    heard = await listen(model.stream(a_request()))
+    assert [call.name for call in heard.calls] == ["GetWeatherArgs", "get_stock_price"]
+    assert heard.end == StreamEnd("tool_use")
