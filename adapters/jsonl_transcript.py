@@ -6,8 +6,9 @@ import json
 import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
+from treadle.adapters.redact import EventRedactor, Redactor
 from treadle.adapters.serialize import event_to_record, record_to_event
 from treadle.ports.events import TurnEvent
 
@@ -16,26 +17,48 @@ class JsonlTranscript:
     """Appends each event as one JSON line and flushes it before returning.
 
     A kill -9 loses nothing already recorded: every line reaches the operating
-    system as it is written. ``redact`` rewrites each line before it is stored
-    (secrets out).
+    system as it is written. ``redact`` rewrites every string of an event before it is
+    stored (secrets out); given a :class:`Redactor`, answer text is held back while
+    its end could be the start of a secret, so one split across deltas is caught too.
+
+    Appending to a transcript whose last line was torn by a kill first drops the torn
+    piece, so the file stays one whole event per line.
     """
 
-    def __init__(self, path: str | Path, redact: Callable[[str], str] | None = None) -> None:
+    def __init__(
+        self, path: str | Path, redact: Redactor | Callable[[str], str] | None = None
+    ) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._redact = redact
+        self._events = EventRedactor(redact) if redact is not None else None
         self._file: IO[str] | None = None
 
     def record(self, event: TurnEvent) -> None:
-        line = json.dumps(event_to_record(event), ensure_ascii=False)
-        if self._redact is not None:
-            line = self._redact(line)
+        events = [event] if self._events is None else self._events.in_order(event)
+        if events:
+            self._write(events)
+
+    def _write(self, events: list[TurnEvent]) -> None:
         if self._file is None:
+            _mend_torn_end(self.path)
             self._file = self.path.open("a", encoding="utf-8")
-        self._file.write(line + "\n")
+        self._file.write("".join(self._line(event) + "\n" for event in events))
         self._file.flush()
 
+    def _line(self, event: TurnEvent) -> str:
+        record = event_to_record(event)
+        line = json.dumps(record, ensure_ascii=False)
+        redact = self._redact
+        if redact is None or (isinstance(redact, Redactor) and not redact.found_in_json(line)):
+            return line  # the usual case: one search of the line, nothing to replace
+        return json.dumps(_redacted(record, redact), ensure_ascii=False)
+
     def close(self) -> None:
+        if self._events is not None:
+            held = self._events.flush()
+            if held:
+                self._write(held)
         if self._file is not None:
             self._file.flush()
             os.fsync(self._file.fileno())
@@ -43,10 +66,59 @@ class JsonlTranscript:
             self._file = None
 
 
+def _redacted(value: Any, redact: Callable[[str], str]) -> Any:
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, dict):
+        return {key: _redacted(item, redact) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_redacted(item, redact) for item in value]
+    return value
+
+
+def _mend_torn_end(path: Path) -> None:
+    """Make the file end at a line break: drop a torn last line, keep a whole one."""
+    try:
+        size = path.stat().st_size
+    except FileNotFoundError:
+        return
+    if size == 0:
+        return
+    with path.open("rb+") as file:
+        tail_start = max(0, size - (1 << 16))
+        while True:
+            file.seek(tail_start)
+            tail = file.read()
+            if tail.endswith(b"\n"):
+                return
+            newline = tail.rfind(b"\n")
+            if newline >= 0 or tail_start == 0:
+                break
+            tail_start = max(0, tail_start - (1 << 16))
+        last = tail[newline + 1 :]
+        if _is_record(last):
+            file.seek(size)
+            file.write(b"\n")
+        else:
+            file.truncate(tail_start + newline + 1)
+
+
+def _is_record(line: bytes) -> bool:
+    try:
+        record_to_event(json.loads(line))
+    except (ValueError, UnicodeDecodeError):
+        return False
+    return True
+
+
+class TranscriptDamaged(ValueError):
+    """A line before the last cannot be read: the file was changed, not torn by a kill."""
+
+
 def read_transcript(path: str | Path) -> Iterator[TurnEvent]:
     """The events of a transcript, skipping a torn last line (a kill mid-write).
 
-    A bad line anywhere else is an error naming its line number.
+    A bad line anywhere else is a :class:`TranscriptDamaged` naming its line number.
     """
     lines = Path(path).read_text(encoding="utf-8", errors="replace").split("\n")
     last = len(lines) - 1
@@ -58,4 +130,4 @@ def read_transcript(path: str | Path) -> Iterator[TurnEvent]:
         except (json.JSONDecodeError, ValueError) as error:
             if number == last:  # no newline after it: the write was cut short
                 return
-            raise ValueError(f"{path}:{number + 1}: {error}") from None
+            raise TranscriptDamaged(f"{path}:{number + 1}: {error}") from None

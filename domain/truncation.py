@@ -50,4 +50,6 @@ def continue_truncated(
     """What follows a response cut at ``current`` tokens after ``done`` continuations."""
     if done >= budget.continuations:
         return ResponseTruncated(done)
-    return Continue(max_tokens=min(budget.cap, round(current * budget.growth)), continuation=done + 1)
+    return Continue(
+        max_tokens=min(budget.cap, round(current * budget.growth)), continuation=done + 1
+    )

@@ -7,8 +7,6 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
-import signal
 import sys
 from collections.abc import Sequence
 
@@ -47,7 +45,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     from treadle.entrypoints.session import run_session
 
     return run_session(args)
-
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -1,9 +1,39 @@
-"""The effective configuration: every key, its value and where the value came from."""
+"""The effective configuration: every key, its value and where the value came from.
+
+Layers, later ones winning: the defaults, the user file (``config.toml`` in the
+platform's config folder, or ``$TREADLE_CONFIG_DIR``), the project file
+(``.treadle.toml`` in the workspace), ``TREADLE_*`` environment variables, then flags.
+A resumed session's model, server and folder sit just below the flags.
+
+Example::
+
+    app = load_config(flags={"model": "demo"}, environ=os.environ)
+    app.origins["model"]   # 'flag --model'
+
+An unknown key or a bad value is a :class:`ConfigError` naming the file (or variable,
+or flag) and the key; treadle does not start on a broken configuration.
+"""
 
 from __future__ import annotations
 
+import json
+import math
+import os
+import re
+import tomllib
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
-from typing import Any
+from pathlib import Path
+from typing import Any, Literal
+
+USER_FILE = "config.toml"
+PROJECT_FILE = ".treadle.toml"
+ENV_PREFIX = "TREADLE_"
+DEFAULT = "default"
+
+
+class ConfigError(Exception):
+    """A configuration that cannot be used; the message names where and which key."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,13 +56,313 @@ class AppConfig:
     allowed_prefixes: tuple[str, ...] = ()
     env_passthrough: tuple[str, ...] = ()
     workspace: str = "."
+    provider: str = ""
     origins: dict[str, str] = field(default_factory=dict, compare=False)
 
-    def with_values(self, values: dict[str, Any], origin: str) -> AppConfig:
+    def with_values(self, values: Mapping[str, Any], origin: str) -> AppConfig:
         """A copy with ``values`` set, remembering ``origin`` for each key."""
         known = {f.name for f in fields(self)} - {"origins"}
         unknown = set(values) - known
         if unknown:
             raise ValueError(f"{origin}: unknown key {sorted(unknown)[0]!r}")
-        origins = dict(self.origins) | {key: origin for key in values}
+        origins = dict(self.origins) | dict.fromkeys(values, origin)
         return replace(self, **values, origins=origins)
+
+    def origin(self, key: str) -> str:
+        return self.origins.get(key, DEFAULT)
+
+
+# The keys, as data --------------------------------------------------------------
+
+Kind = Literal["text", "url", "env_name", "choice", "whole", "number", "texts", "env_names"]
+
+
+@dataclass(frozen=True, slots=True)
+class Key:
+    """One configuration key: what values it takes. ``minimum`` is inclusive unless
+    ``positive`` (then the value must be above it)."""
+
+    kind: Kind
+    help: str
+    minimum: float | None = None
+    positive: bool = False
+    choices: tuple[str, ...] = ()
+
+
+KEYS: dict[str, Key] = {
+    "model": Key("text", "PROVIDER:NAME (openai:gpt-4.1, anthropic:…), demo or script:PATH"),
+    "provider": Key(
+        "choice", "the provider when model is a bare name", choices=("openai", "anthropic")
+    ),
+    "base_url": Key("url", "the model server, e.g. http://127.0.0.1:11434/v1"),
+    "key_env": Key("env_name", "the environment variable that holds the API key"),
+    "max_tokens": Key("whole", "the output budget of a request", minimum=1),
+    "token_growth": Key("number", "how the budget grows for a continuation", minimum=1),
+    "max_tokens_cap": Key("whole", "the largest budget a continuation asks for", minimum=1),
+    "continuations": Key("whole", "continuations before ResponseTruncated", minimum=0),
+    "tool_timeout": Key("number", "a command's default deadline (s)", minimum=0, positive=True),
+    "tool_timeout_max": Key(
+        "number", "the longest deadline a call may ask (s)", minimum=0, positive=True
+    ),
+    "output_limit": Key("whole", "bytes of a command's output the model sees", minimum=1),
+    "subagent_check_interval": Key(
+        "number", "a sub-agent's progress report interval (s)", minimum=0, positive=True
+    ),
+    "subagent_deadline": Key("number", "a sub-agent's deadline (s)", minimum=0, positive=True),
+    "approval": Key("choice", "ask, auto or read-only", choices=("ask", "auto", "read-only")),
+    "allowed_prefixes": Key("texts", "command prefixes that run without asking"),
+    "env_passthrough": Key("env_names", "secret-looking variables that commands may see"),
+}
+"""Every key a file, a ``TREADLE_*`` variable or a flag may set (``workspace`` is a flag)."""
+
+FLAG_KEYS = (*KEYS, "workspace")
+RECORDED_SETTINGS = (
+    "max_tokens",
+    "token_growth",
+    "max_tokens_cap",
+    "continuations",
+    "tool_timeout",
+    "tool_timeout_max",
+    "output_limit",
+    "subagent_check_interval",
+    "subagent_deadline",
+    "allowed_prefixes",
+    "env_passthrough",
+)
+"""What a session records of its configuration: what shapes its requests, for replay."""
+NOT_CONFIG_VARIABLES = frozenset({"TREADLE_STATE_DIR", "TREADLE_CONFIG_DIR"})
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+
+
+def check_value(key: str, value: object, *, from_text: bool = False) -> Any:
+    """``value`` as the key's type, or ValueError saying what is wrong with it.
+
+    ``from_text`` parses the strings of environment variables (``"8192"``, ``"a,b"``).
+    """
+    spec = KEYS[key]
+    if from_text and isinstance(value, str):
+        value = _parse_text(spec, value)
+    match spec.kind:
+        case "text" | "url" | "env_name" | "choice":
+            if not isinstance(value, str):
+                raise ValueError(f"must be a string, not {_shown(value)}")
+            if spec.kind == "url" and value and not re.match(r"https?://", value):
+                raise ValueError(f"must be an http:// or https:// address, not {_shown(value)}")
+            if spec.kind == "env_name" and value and not _ENV_NAME.match(value):
+                raise ValueError(f"must be an environment variable name, not {_shown(value)}")
+            if spec.kind == "choice" and value not in spec.choices:
+                raise ValueError(f"must be one of {', '.join(spec.choices)}, not {_shown(value)}")
+            return value
+        case "whole" | "number":
+            return _check_number(spec, value)
+        case "texts" | "env_names":
+            if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
+                raise ValueError(f"must be a list of strings, not {_shown(value)}")
+            if spec.kind == "env_names":
+                for name in value:
+                    if not _ENV_NAME.match(name):
+                        raise ValueError(f"{_shown(name)} is not an environment variable name")
+            return tuple(value)
+
+
+def _parse_text(spec: Key, text: str) -> object:
+    text = text.strip()
+    try:
+        if spec.kind == "whole":
+            return int(text)
+        if spec.kind == "number":
+            return float(text)
+    except ValueError:
+        raise ValueError(f"must be a number, not {_shown(text)}") from None
+    if spec.kind in ("texts", "env_names"):
+        return [item.strip() for item in text.split(",") if item.strip()]
+    return text
+
+
+def _check_number(spec: Key, value: object) -> int | float:
+    whole = spec.kind == "whole"
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError(f"must be a {'whole number' if whole else 'number'}, not {_shown(value)}")
+    if whole and not isinstance(value, int):
+        raise ValueError(f"must be a whole number, not {_shown(value)}")
+    if not math.isfinite(value):
+        raise ValueError(f"must be a finite number, not {_shown(value)}")
+    if spec.minimum is not None:
+        if spec.positive and value <= spec.minimum:
+            raise ValueError(f"must be more than {spec.minimum:g}, not {_shown(value)}")
+        if not spec.positive and value < spec.minimum:
+            raise ValueError(f"must be at least {spec.minimum:g}, not {_shown(value)}")
+    return value if whole else float(value)
+
+
+def _shown(value: object) -> str:
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, dict):
+        return "a table"
+    return repr(value)
+
+
+# Loading ---------------------------------------------------------------------------
+
+
+def user_config_path(environ: Mapping[str, str]) -> Path:
+    """``$TREADLE_CONFIG_DIR/config.toml``, else the platform's config folder."""
+    folder = environ.get("TREADLE_CONFIG_DIR")
+    if not folder:
+        import platformdirs
+
+        folder = platformdirs.user_config_dir("treadle")
+    return Path(folder) / USER_FILE
+
+
+def project_config_path(workspace: str) -> Path:
+    return Path(workspace) / PROJECT_FILE
+
+
+def read_file_values(path: Path) -> dict[str, Any]:
+    """The checked values of one TOML file; {} when there is none."""
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except FileNotFoundError:
+        return {}
+    except (OSError, UnicodeDecodeError) as error:
+        raise ConfigError(f"{path}: cannot be read: {error}") from None
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as error:
+        raise ConfigError(f"{path}: not valid TOML: {error}") from None
+    return _checked(data, str(path))
+
+
+def read_env_values(environ: Mapping[str, str]) -> dict[str, tuple[Any, str]]:
+    """Values from ``TREADLE_<KEY>`` variables, each with the variable's name."""
+    values: dict[str, tuple[Any, str]] = {}
+    for key in KEYS:
+        name = ENV_PREFIX + key.upper()
+        if name in environ:
+            try:
+                values[key] = (check_value(key, environ[name], from_text=True), name)
+            except ValueError as problem:
+                raise ConfigError(f"environment variable {name}: {key}: {problem}") from None
+    return values
+
+
+def ignored_variables(environ: Mapping[str, str]) -> list[str]:
+    """``TREADLE_*`` variables that set nothing (a typo, or another tool's)."""
+    known = {ENV_PREFIX + key.upper() for key in KEYS} | NOT_CONFIG_VARIABLES
+    return sorted(
+        name
+        for name in environ
+        if name.startswith(ENV_PREFIX) and name not in known and not name.startswith("TREADLE_RUN_")
+    )
+
+
+def _checked(data: Mapping[str, Any], where: str) -> dict[str, Any]:
+    values: dict[str, Any] = {}
+    for key, value in data.items():
+        if key not in KEYS:
+            raise ConfigError(f"{where}: unknown key {key!r} (the keys: {', '.join(KEYS)})")
+        try:
+            values[key] = check_value(key, value)
+        except ValueError as problem:
+            raise ConfigError(f"{where}: {key}: {problem}") from None
+    return values
+
+
+def load_config(
+    *,
+    flags: Mapping[str, object],
+    environ: Mapping[str, str],
+    session: tuple[str, Mapping[str, str]] | None = None,
+    cwd: str | None = None,
+) -> AppConfig:
+    """The effective configuration for a run.
+
+    ``flags`` are the command line's values (None for a flag not given); ``session`` is
+    a resumed session's id and recorded ``model``, ``base_url`` and ``workspace``.
+    """
+    given = {key: value for key, value in flags.items() if value is not None}
+    session_id, recorded = session if session is not None else ("", {})
+    workspace = str(given.get("workspace") or recorded.get("workspace") or cwd or os.getcwd())
+    app = AppConfig()
+    user = user_config_path(environ)
+    app = app.with_values(read_file_values(user), f"user file {user}")
+    project = project_config_path(workspace)
+    app = app.with_values(read_file_values(project), f"project file {project}")
+    for key, (value, name) in read_env_values(environ).items():
+        app = app.with_values({key: value}, f"env {name}")
+    if session_id:
+        kept = {k: v for k, v in recorded.items() if k in ("model", "base_url", "workspace") and v}
+        app = app.with_values(kept, f"session {session_id}")
+    for key, value in given.items():
+        if key not in FLAG_KEYS:
+            raise ConfigError(f"flag --{key.replace('_', '-')}: not a configuration key")
+        try:
+            checked = value if key == "workspace" else check_value(key, value)
+        except ValueError as problem:
+            raise ConfigError(f"flag --{key.replace('_', '-')}: {problem}") from None
+        app = app.with_values({key: checked}, f"flag --{key.replace('_', '-')}")
+    if "workspace" not in app.origins:
+        app = replace(app, workspace=workspace)
+    return _combined(app)
+
+
+def _combined(app: AppConfig) -> AppConfig:
+    """Checks across keys, and ``provider`` + a bare model name into ``PROVIDER:NAME``."""
+    if app.max_tokens_cap < app.max_tokens:
+        raise ConfigError(
+            f"{app.origin('max_tokens_cap')}: max_tokens_cap: {app.max_tokens_cap} is less than "
+            f"max_tokens {app.max_tokens} (from {app.origin('max_tokens')})"
+        )
+    if app.tool_timeout_max < app.tool_timeout:
+        raise ConfigError(
+            f"{app.origin('tool_timeout_max')}: tool_timeout_max: {app.tool_timeout_max:g} is "
+            f"less than tool_timeout {app.tool_timeout:g} (from {app.origin('tool_timeout')})"
+        )
+    if app.provider and app.model and ":" not in app.model and app.model != "demo":
+        return replace(app, model=f"{app.provider}:{app.model}")
+    return app
+
+
+# Showing ---------------------------------------------------------------------------
+
+
+def describe_config(app: AppConfig, environ: Mapping[str, str]) -> list[str]:
+    """``treadle config``: the files read, then every key, its value and its origin."""
+    user = user_config_path(environ)
+    project = project_config_path(app.workspace)
+    lines = [
+        f"user file:    {user}{'' if user.is_file() else ' (none)'}",
+        f"project file: {project}{'' if project.is_file() else ' (none)'}",
+        "",
+    ]
+    rows = [(key, _value_text(key, getattr(app, key)), app.origin(key)) for key in FLAG_KEYS]
+    width = max(len(key) for key, _, _ in rows)
+    value_width = min(40, max(len(value) for _, value, _ in rows))
+    lines += [f"{key:<{width}}  {value:<{value_width}}  {origin}" for key, value, origin in rows]
+    key_env = app.key_env or _default_key_env(app.model)
+    if key_env:
+        state = "set" if environ.get(key_env) else "not set"
+        lines += ["", f"API key: ${key_env} is {state}"]
+    lines += [f"ignored: {name} (not a configuration key)" for name in ignored_variables(environ)]
+    return lines
+
+
+def _value_text(key: str, value: object) -> str:
+    if key == "approval" and value is None:
+        return "(ask in a terminal, auto headless)"
+    if isinstance(value, tuple):
+        return json.dumps(list(value), ensure_ascii=False)
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)
+    if isinstance(value, float):
+        return f"{value:g}"
+    return str(value)
+
+
+def _default_key_env(model: str) -> str:
+    provider = model.partition(":")[0]
+    return {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}.get(provider, "")

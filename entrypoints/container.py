@@ -54,7 +54,8 @@ def build_model(app: AppConfig, clock: Clock) -> Model:
     if provider in ("openai", "anthropic") and name:
         return _http_model(provider, name, app)
     if not name and provider not in ("openai", "anthropic", "script"):
-        return _http_model("anthropic" if provider.startswith("claude") else "openai", provider, app)
+        inferred = "anthropic" if provider.startswith("claude") else "openai"
+        return _http_model(inferred, provider, app)
     raise ModelNotConfigured(
         f"unknown model {app.model!r}: use openai:NAME, anthropic:NAME, demo or script:PATH"
     )

@@ -11,8 +11,9 @@ import sys
 import time
 from pathlib import Path
 
+from treadle.domain.resume import RESUME_MESSAGE
 from treadle.domain.stop import StopSignal
-from treadle.entrypoints.config import AppConfig
+from treadle.entrypoints.config import AppConfig, ConfigError, load_config
 from treadle.ports.events import TurnOutcome
 
 SECOND_INTERRUPT_WINDOW = 2.0
@@ -41,31 +42,65 @@ def flag_values(args: argparse.Namespace) -> dict[str, object]:
     return values
 
 
+def open_session(args: argparse.Namespace) -> tuple[AppConfig, str, bool]:
+    """The configuration and the session to run in: a new one, or the one --resume names.
+
+    A resumed session keeps its model, server and folder unless a flag says otherwise;
+    its folder already holds the transcript, so the container continues it.
+    """
+    from treadle.adapters.sessions import SessionBusy, SessionStore, is_alive
+
+    flags = flag_values(args)
+    if not getattr(args, "resume", None):
+        return load_config(flags=flags, environ=os.environ), new_session_id(), False
+    store = SessionStore(state_dir() / "sessions")
+    session_id = store.find(args.resume)
+    meta = store.meta(session_id)
+    if is_alive(meta.pid):  # another treadle is on it, between turns or in one
+        raise SessionBusy(f"session {session_id} is open in another treadle (process {meta.pid})")
+    recorded = {"model": meta.model, "base_url": meta.base_url, "workspace": meta.workspace}
+    app = load_config(flags=flags, environ=os.environ, session=(session_id, recorded))
+    return app, session_id, True
+
+
 def run_session(args: argparse.Namespace) -> int:
+    from treadle.adapters.sessions import SessionBusy, SessionNotFound
+
     try:
-        app = AppConfig().with_values(flag_values(args), "flag")
-    except ValueError as error:
-        print(f"treadle: {error}", file=sys.stderr)
+        app, session_id, resuming = open_session(args)
+    except (ConfigError, SessionNotFound, SessionBusy) as error:
+        from treadle.adapters.redact import Redactor
+
+        print(f"treadle: {Redactor.from_environ(os.environ).redact(str(error))}", file=sys.stderr)
         return 2
+    session_path = state_dir() / "sessions" / session_id
     task = args.task
+    tty = sys.stdout.isatty() and not (args.print or args.json)
+    if task is None and resuming and not (tty and sys.stdin.isatty()):
+        task = RESUME_MESSAGE  # headless: go on; in a terminal, the prompt asks what next
     if task is None:
+        if tty and sys.stdin.isatty():
+            from treadle.entrypoints.interactive import run_interactive_session
+
+            return run_interactive_session(app, str(session_path), session_id)
         if sys.stdin.isatty() and sys.stdout.isatty():
-            print("treadle: the interactive session comes with the terminal interface; "
-                  "give a task for now", file=sys.stderr)
+            print(
+                "treadle: --print and --json need a task (an argument, or on stdin)",
+                file=sys.stderr,
+            )
             return 2
         task = sys.stdin.read().strip()
         if not task:
             print("treadle: no task given", file=sys.stderr)
             return 2
-    mode = "json" if args.json else "plain"
-    session_id = new_session_id()
-    session_path = state_dir() / "sessions" / session_id
+    mode = "json" if args.json else "tty" if tty else "plain"
     return asyncio.run(_one_turn(app, task, mode, str(session_path), session_id))
 
 
 async def _one_turn(app: AppConfig, task: str, mode: str, session_dir: str, session_id: str) -> int:
     from dependency_injector import providers
 
+    from treadle.adapters.jsonl_transcript import TranscriptDamaged
     from treadle.entrypoints.container import Container, ModelNotConfigured
 
     container = Container()
@@ -82,6 +117,9 @@ async def _one_turn(app: AppConfig, task: str, mode: str, session_dir: str, sess
         outcome = TurnOutcome.blocked(str(error))
         print(outcome.screen_line)
         return outcome.exit_code
+    except TranscriptDamaged as error:
+        print(f"treadle: cannot continue session {session_id}: {error}", file=sys.stderr)
+        return 2
     stop = StopSignal()
     _install_interrupts(stop)
     outcome = await agent.run_turn(task, stop)
@@ -99,7 +137,12 @@ def _install_interrupts(stop: StopSignal) -> None:
 
     def interrupted(signum: int) -> None:
         now = time.monotonic()
-        if stop.is_set and signum == signal.SIGINT and first and now - first[0] < SECOND_INTERRUPT_WINDOW:
+        if (
+            stop.is_set
+            and signum == signal.SIGINT
+            and first
+            and now - first[0] < SECOND_INTERRUPT_WINDOW
+        ):
             os._exit(130)
         first[:] = [now]
         stop.set("interrupted")

@@ -1,0 +1,207 @@
+"""A transcript read for replay: conversations, their exchanges, and the tool calls.
+
+Each conversation is one agent run (the main agent's, or one sub-agent call) and
+holds its recorded messages and exchanges: the request sent, the answer text as it
+streamed, and how it ended. A recorded failure keeps only its text; its kind is read
+back from what followed: ``HTTP 503: …`` is that status, a failure followed by a retry
+was a transient transport error, and one that ended the turn maps to the outcome.
+
+Example::
+
+    recording = Recording(read_transcript(path))
+    recording.main.exchanges[0].sent.max_tokens   # 8192
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from treadle.ports.conversation import Message, ToolCall
+from treadle.ports.events import (
+    AnswerDelta,
+    MessageAdded,
+    OutcomeKind,
+    RequestFailed,
+    RequestSent,
+    ResponseReceived,
+    RetryScheduled,
+    SubAgentFinished,
+    SubAgentStarted,
+    ToolFinished,
+    ToolStarted,
+    TurnEnded,
+    TurnEvent,
+    TurnOutcome,
+    TurnStarted,
+)
+from treadle.ports.model import (
+    CredentialsRejected,
+    HttpStatusError,
+    MalformedStream,
+    ModelError,
+    TransportError,
+)
+
+DEADLINE = "deadline"
+_HTTP = re.compile(r"HTTP (\d{3})(?:: (.*))?\Z", re.DOTALL)
+OUTCOMES = {kind.value for kind in OutcomeKind}
+
+
+def recorded_failure(text: str, *, retried: bool, outcome: TurnOutcome | None) -> ModelError:
+    """The error a recorded failure's text stood for, as far as the loop can tell."""
+    status = _HTTP.match(text)
+    if status:
+        return HttpStatusError(int(status.group(1)), status.group(2) or "")
+    if retried:
+        return TransportError("connection_reset", text)
+    if outcome is not None and outcome.kind is OutcomeKind.BLOCKED:
+        return CredentialsRejected(text)
+    if outcome is not None and outcome.reason == "MalformedStream":
+        return MalformedStream(text)
+    return TransportError("other", text)
+
+
+@dataclass(slots=True)
+class Exchange:
+    """One recorded request and how it was answered (``ending`` None: it never was)."""
+
+    sent: RequestSent
+    turn: int
+    deltas: list[str] = field(default_factory=list)
+    ending: ResponseReceived | RequestFailed | None = None
+    retried: bool = False
+
+
+@dataclass(slots=True)
+class Conversation:
+    """One agent run in the recording: the main agent, or one sub-agent call."""
+
+    name: str
+    task: str
+    messages: list[Message] = field(default_factory=list)
+    exchanges: list[Exchange] = field(default_factory=list)
+    ending: str = ""  # a sub-agent's SubAgentFinished ending
+    outcome: TurnOutcome | None = None
+    next: int = 0
+
+
+@dataclass(slots=True)
+class RecordedTurn:
+    task: str
+    start: int  # index of its TurnStarted in the events
+    outcome: TurnOutcome | None = None
+
+    @property
+    def stopped(self) -> bool:
+        """Paused by Esc, or cut by a kill: the replay stops where the recording does."""
+        return self.outcome is None or self.outcome.kind is OutcomeKind.PAUSED
+
+
+@dataclass(slots=True)
+class RecordedCall:
+    call: ToolCall
+    conversation: Conversation
+    turn: int
+    started: bool = False
+    status: str = ""
+    result: Message | None = None
+    used: bool = False
+
+
+class Recording:
+    """A transcript read for replay. ``events`` keeps them all, in order."""
+
+    def __init__(self, events: Iterable[TurnEvent]) -> None:
+        self.events = list(events)
+        self.main = Conversation("", "")
+        self.conversations = [self.main]
+        self.turns: list[RecordedTurn] = []
+        self.calls: list[RecordedCall] = []
+        self._read()
+
+    @classmethod
+    def from_events(cls, events: Iterable[TurnEvent]) -> Recording:
+        return cls(events)
+
+    def turn_outcome(self, conversation: Conversation, turn: int) -> TurnOutcome | None:
+        if conversation is self.main:
+            return self.turns[turn].outcome if 0 <= turn < len(self.turns) else None
+        return conversation.outcome
+
+    def _read(self) -> None:
+        active = {"": self.main}
+        calls: dict[tuple[str, str], RecordedCall] = {}
+        for index, event in enumerate(self.events):
+            conversation = active.get(event.agent)
+            if conversation is None:
+                continue
+            turn = len(self.turns) - 1
+            exchange = conversation.exchanges[-1] if conversation.exchanges else None
+            match event:
+                case SubAgentStarted(name=name, task=task):
+                    active[name] = Conversation(name, task)
+                    self.conversations.append(active[name])
+                case SubAgentFinished(name=name, ending=ending) if name in active:
+                    active[name].ending = ending
+                case TurnStarted(task=task) if conversation is self.main:
+                    self.turns.append(RecordedTurn(task, index))
+                case TurnEnded(outcome=outcome):
+                    if conversation is self.main and self.turns:
+                        self.turns[-1].outcome = outcome
+                    conversation.outcome = outcome
+                case MessageAdded(message=message):
+                    conversation.messages.append(message)
+                    if message.role == "user" and not conversation.task:
+                        conversation.task = message.text
+                    recorded = calls.get((event.agent, message.tool_call_id or ""))
+                    if message.role == "tool" and recorded is not None:
+                        recorded.result = message
+                case RequestSent():
+                    conversation.exchanges.append(Exchange(event, turn))
+                case AnswerDelta(text=text) if exchange is not None:
+                    exchange.deltas.append(text)
+                case ResponseReceived(tool_calls=tool_calls) if exchange is not None:
+                    exchange.ending = event
+                    if event.stop_reason != "max_tokens":
+                        for call in tool_calls:
+                            calls[event.agent, call.id] = RecordedCall(call, conversation, turn)
+                            self.calls.append(calls[event.agent, call.id])
+                case RequestFailed() if exchange is not None:
+                    exchange.ending = event
+                case RetryScheduled() if exchange is not None:
+                    exchange.retried = True
+                case ToolStarted(call=call) if (event.agent, call.id) in calls:
+                    calls[event.agent, call.id].started = True
+                case ToolFinished(call=call, status=status) if (event.agent, call.id) in calls:
+                    calls[event.agent, call.id].status = status
+
+    def failure(self, conversation: Conversation, exchange: Exchange) -> ModelError:
+        assert isinstance(exchange.ending, RequestFailed)
+        outcome = self.turn_outcome(conversation, exchange.turn)
+        return recorded_failure(exchange.ending.error, retried=exchange.retried, outcome=outcome)
+
+    def claim_call(
+        self, agent: str, name: str, arguments: Mapping[str, Any]
+    ) -> RecordedCall | None:
+        """The first unused recorded call of ``agent`` with this tool and arguments."""
+        for recorded in self.calls:
+            if (
+                not recorded.used
+                and recorded.conversation.name == agent
+                and recorded.call.name == name
+                and _arguments(recorded.call) == dict(arguments)
+            ):
+                recorded.used = True
+                return recorded
+        return None
+
+
+def _arguments(call: ToolCall) -> Any:
+    try:
+        return json.loads(call.arguments) if call.arguments.strip() else {}
+    except json.JSONDecodeError:
+        return None

@@ -1,0 +1,240 @@
+"""``treadle replay``, ``treadle sessions`` and ``treadle config``.
+
+``run_subcommand(["replay", "t.jsonl", "--check"])`` returns the exit code: 0 when the
+replay made every recorded request, 1 (with ``--check``) at the first divergence, 2
+for a transcript that cannot be read or a broken configuration.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import re
+import sys
+import tempfile
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TextIO
+
+from treadle.adapters.replay_model import Divergence, Recording, ReplayModel, recorded_tools
+from treadle.domain.resume import rebuild_history
+from treadle.domain.stop import StopSignal
+from treadle.domain.turn import Agent, TurnPorts
+from treadle.entrypoints.config import AppConfig, ConfigError, check_value
+from treadle.ports.conversation import Message
+
+REPLAY_STOP = "the recording ends here"
+_TIMING = re.compile(r"\b\d+(?:\.\d+)? s\b")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="treadle")
+    commands = parser.add_subparsers(dest="command", required=True)
+    replay = commands.add_parser("replay", help="re-run a recorded session")
+    replay.add_argument("transcript", help="a transcript.jsonl, or a session id")
+    replay.add_argument("--check", action="store_true", help="exit 1 at the first divergence")
+    replay.add_argument(
+        "--recorded-tools", action="store_true", help="answer tool calls from the recording"
+    )
+    replay.add_argument("--workspace", help="where real tools run (default: here)")
+    commands.add_parser("sessions", help="list the sessions, newest first")
+    config = commands.add_parser("config", help="the effective configuration and its origins")
+    config.add_argument("--model")
+    config.add_argument("--base-url")
+    config.add_argument("--approval")
+    config.add_argument("--workspace")
+    return parser
+
+
+def run_subcommand(argv: Sequence[str], out: TextIO | None = None) -> int:
+    out = out or sys.stdout
+    args = build_parser().parse_args(list(argv))
+    try:
+        if args.command == "sessions":
+            return list_sessions(out)
+        if args.command == "config":
+            return show_config(args, out)
+        return asyncio.run(replay(args, out))
+    except ConfigError as error:
+        print(f"treadle: {error}", file=sys.stderr)
+        return 2
+
+
+# sessions --------------------------------------------------------------------------
+
+
+def list_sessions(out: TextIO) -> int:
+    from treadle.adapters.sessions import SessionStore
+    from treadle.entrypoints.session import state_dir
+
+    store = SessionStore(state_dir() / "sessions")
+    rows = store.rows()
+    if not rows:
+        print(f"No sessions yet in {store.root}", file=out)
+        return 0
+    home = str(Path.home())
+    table = [("ID", "STARTED", "OUTCOME", "TOKENS", "FOLDER", "TASK")]
+    for row in rows:
+        meta = row.meta
+        folder = meta.workspace
+        if folder == home or folder.startswith(home + os.sep):
+            folder = "~" + folder[len(home) :]
+        started = meta.created[:16].replace("T", " ")
+        table.append((meta.id, started, row.status, f"{row.tokens:,}", folder, meta.task[:60]))
+    widths = [max(len(line[i]) for line in table) for i in range(5)]
+    for line in table:
+        cells = [
+            cell.rjust(w) if i == 3 else cell.ljust(w)
+            for i, (cell, w) in enumerate(zip(line, widths, strict=False))
+        ]
+        print("  ".join([*cells, line[5]]).rstrip(), file=out)
+    return 0
+
+
+# config ----------------------------------------------------------------------------
+
+
+def show_config(args: argparse.Namespace, out: TextIO) -> int:
+    from treadle.entrypoints.config import describe_config, load_config
+    from treadle.entrypoints.session import flag_values
+
+    app = load_config(flags=flag_values(args), environ=os.environ)
+    for line in describe_config(app, os.environ):
+        print(line, file=out)
+    return 0
+
+
+# replay ----------------------------------------------------------------------------
+
+
+@dataclass
+class _TurnStop:
+    """The stop of the turn being replayed: the recording cuts it where it was cut."""
+
+    signal: StopSignal | None = None
+
+    def cut(self) -> None:
+        if self.signal is not None:
+            self.signal.set(REPLAY_STOP)
+
+
+def recorded_config(transcript: Path) -> AppConfig:
+    """The defaults, with what the session recorded of its configuration (not yours)."""
+    from treadle.adapters.sessions import META, read_meta
+
+    app = AppConfig()
+    if not (transcript.parent / META).is_file():
+        return app
+    settings = read_meta(transcript.parent).settings
+    values = {}
+    for key, value in settings.items():
+        try:
+            values[key] = check_value(key, value)
+        except (KeyError, ValueError) as problem:
+            raise ConfigError(f"{transcript.parent / META}: {key}: {problem}") from None
+    return app.with_values(values, "recorded session")
+
+
+def find_transcript(reference: str) -> Path:
+    path = Path(reference)
+    if path.is_file():
+        return path
+    from treadle.adapters.sessions import SessionNotFound, SessionStore
+    from treadle.entrypoints.session import state_dir
+
+    store = SessionStore(state_dir() / "sessions")
+    try:
+        return store.transcript_path(store.find(reference))
+    except SessionNotFound:
+        raise ConfigError(f"{reference}: no such transcript or session") from None
+
+
+async def replay(args: argparse.Namespace, out: TextIO) -> int:
+    from treadle.adapters.fakes import FakeClock, FakeRunner, RecordingTerminal
+    from treadle.adapters.jsonl_transcript import read_transcript
+    from treadle.adapters.plain_terminal import PlainTerminal
+    from treadle.adapters.redact import RedactingTerminal, Redactor
+    from treadle.adapters.system_clock import SystemClock
+    from treadle.entrypoints.container import build_runner, build_settings, build_tools
+    from treadle.ports.clock import Clock
+    from treadle.ports.process import ProcessRunner
+
+    path = find_transcript(args.transcript)
+    try:
+        recording = Recording(read_transcript(path))
+    except (OSError, ValueError) as error:
+        print(f"treadle: {path}: {error}", file=sys.stderr)
+        return 2
+    app = recorded_config(path)
+    app = replace(app, approval="auto", workspace=args.workspace or os.getcwd())
+    redactor = Redactor.from_environ(os.environ)
+
+    def normalize(message: Message) -> Message:
+        message = redactor.redact_value(message)
+        if message.role == "tool" and not args.recorded_tools:  # real commands take their time
+            message = replace(message, text=_TIMING.sub("N s", message.text))
+        return message
+
+    turn_stop = _TurnStop()
+    model = ReplayModel(recording, normalize=normalize, on_cut=turn_stop.cut)
+    clock: Clock
+    runner: ProcessRunner
+    if args.recorded_tools:
+        clock = FakeClock()
+        runner = FakeRunner(clock)
+    else:
+        clock, runner = SystemClock(), build_runner(app)
+    terminal = RecordingTerminal() if args.check else PlainTerminal(out)
+    tools = recorded_tools(
+        build_tools(), recording, answer_from_recording=args.recorded_tools, on_cut=turn_stop.cut
+    )
+    with tempfile.TemporaryDirectory(prefix="treadle-replay-") as session_dir:
+        settings = build_settings(app, session_dir, interactive=False)
+        ports = TurnPorts(model, clock, runner, RedactingTerminal(terminal, redactor))
+        agent = Agent(ports, settings, tools)
+        divergence = await replay_turns(agent, model, turn_stop, normalize)
+    if divergence is not None:
+        print(f"replay diverged at {divergence.describe()}", file=out if args.check else sys.stderr)
+        return 1 if args.check else 0
+    print(f"replay: {model.requests} requests, no divergence from {path}", file=out)
+    return 0
+
+
+async def replay_turns(
+    agent: Agent, model: ReplayModel, turn_stop: _TurnStop, normalize: Callable[[Message], Message]
+) -> Divergence | None:
+    """Run the recorded main turns on ``agent``, one after the other, to the first divergence.
+
+    Between turns the conversation must be the recorded one; after a turn cut short (Esc,
+    a kill) it goes on from the conversation as the session recorded it.
+    """
+    recording = model.recording
+    for index, turn in enumerate(recording.turns):
+        if index:
+            expected = rebuild_history(recording.events[: turn.start])
+            if not recording.turns[index - 1].stopped:
+                difference = first_difference(agent.history.messages, expected.messages, normalize)
+                if difference:
+                    return Divergence(model.requests, "", f"after turn {index}: {difference}")
+            expected.listener = agent.history.listener
+            agent.history = expected
+        model.start_turn(index)
+        turn_stop.signal = StopSignal()
+        await agent.run_turn(turn.task, turn_stop.signal)
+        if model.divergence is not None:
+            return model.divergence
+    return model.leftover()
+
+
+def first_difference(
+    now: Sequence[Message], then: Sequence[Message], normalize: Callable[[Message], Message]
+) -> str:
+    """Where two conversations part, or "" when they do not."""
+    if len(now) != len(then):
+        return f"the conversation has {len(now)} messages, the recording {len(then)}"
+    for index, (a, b) in enumerate(zip(now, then, strict=True)):
+        if normalize(a) != normalize(b):
+            return f"message {index + 1} ({b.role}) differs"
+    return ""

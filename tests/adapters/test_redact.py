@@ -1,0 +1,118 @@
+from __future__ import annotations
+
+import itertools
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from treadle.adapters.fakes import RecordingTerminal
+from treadle.adapters.redact import (
+    REDACTED,
+    EventRedactor,
+    RedactingTerminal,
+    Redactor,
+)
+from treadle.ports.conversation import Message, ToolCall, Usage
+from treadle.ports.events import AnswerDelta, MessageAdded, ResponseReceived, ToolStarted
+from treadle.ports.terminal import ApprovalRequest
+
+SECRET = "sk-test-0123456789abcdef"
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "redacted"),
+    [
+        ("MY_API_KEY", "s3cr3t-value-1", True),
+        ("GITHUB_TOKEN", "tok-abcdefgh", True),
+        ("DB_PASSWORD", "hunter2hunter2", True),
+        ("aws_secret_access_key", "abcdefghijkl", True),
+        ("TOKENIZERS_PARALLELISM", "false", False),  # too short to be a secret
+        ("HOME", "/home/someone", False),  # not a secret-looking name
+        ("PAGER_KEY", "1234567", False),  # seven characters: ordinary words stay
+    ],
+)
+def test_secret_looking_variables_are_redacted_by_name_and_length(
+    name: str, value: str, redacted: bool
+) -> None:
+    redactor = Redactor.from_environ({name: value})
+    text = redactor.redact(f"before {value} after")
+    assert (text == f"before {REDACTED} after") is redacted
+
+
+def test_a_configured_key_variable_is_redacted_whatever_its_name() -> None:
+    redactor = Redactor.from_environ({"LLM_CREDS_X": "abcdefgh12345"}, also=["LLM_CREDS_X"])
+    assert redactor.redact("key abcdefgh12345") == f"key {REDACTED}"
+
+
+def test_key_shaped_strings_are_redacted_without_any_variable() -> None:
+    redactor = Redactor.from_environ({})
+    text = redactor.redact("use sk-ant-abcdefghijklmnopqrstuvwxyz and ghp_" + "a" * 36)
+    assert text == f"use {REDACTED} and {REDACTED}"
+
+
+def test_a_secret_that_contains_another_is_replaced_whole() -> None:
+    redactor = Redactor(["abcdefgh", "abcdefgh-longer"])
+    assert redactor.redact("x abcdefgh-longer y abcdefgh") == f"x {REDACTED} y {REDACTED}"
+
+
+def test_events_are_redacted_in_every_string_field() -> None:
+    redactor = Redactor([SECRET])
+    call = ToolCall("c1", "bash", f'{{"command": "echo {SECRET}"}}')
+    event = MessageAdded(Message.assistant(f"it is {SECRET}", (call,)))
+    (clean,) = EventRedactor(redactor).process(event)
+    assert SECRET not in repr(clean)
+    assert isinstance(clean, MessageAdded)
+    assert clean.message.tool_calls[0].id == "c1"
+
+
+def test_an_event_without_secrets_passes_unchanged() -> None:
+    event = ToolStarted(ToolCall("c1", "bash", "{}"), "ls")
+    assert EventRedactor(Redactor([SECRET])).process(event)[0] is event
+
+
+def test_a_secret_split_across_answer_deltas_is_caught_whole() -> None:
+    redactor = EventRedactor(Redactor([SECRET]))
+    pieces = ["The key is sk-te", "st-0123", "456789abcdef.", " Done."]
+    shown = [e for piece in pieces for e in redactor.process(AnswerDelta(piece))]
+    shown += redactor.process(ResponseReceived(1, "", (), Usage(), "end_turn"))
+    text = "".join(e.text for e in shown if isinstance(e, AnswerDelta))
+    assert text == f"The key is {REDACTED}. Done."
+
+
+def test_held_back_text_comes_out_before_the_agents_next_event() -> None:
+    redactor = EventRedactor(Redactor([SECRET]))
+    assert redactor.process(AnswerDelta("tasks")) == [AnswerDelta("task")]  # "s" may start it
+    end = ResponseReceived(1, "tasks", (), Usage(), "end_turn")
+    assert redactor.process(end) == [AnswerDelta("s"), end]
+
+
+def test_each_agent_has_its_own_held_back_text() -> None:
+    redactor = EventRedactor(Redactor([SECRET]))
+    redactor.process(AnswerDelta("main s"))
+    redactor.process(AnswerDelta("sub s", "agent-1"))
+    assert redactor.flush() == [AnswerDelta("s"), AnswerDelta("s", "agent-1")]
+
+
+@given(st.lists(st.integers(min_value=0, max_value=60), min_size=1, max_size=6))
+def test_however_a_stream_is_cut_the_secret_never_shows(cuts: list[int]) -> None:
+    text = f"a {SECRET} b {SECRET[:5]} c {SECRET}"
+    points = sorted({min(c, len(text)) for c in cuts} | {0, len(text)})
+    pieces = [text[a:b] for a, b in itertools.pairwise(points) if b > a]
+    redactor = EventRedactor(Redactor([SECRET]))
+    shown = [e for piece in pieces for e in redactor.process(AnswerDelta(piece))]
+    shown += redactor.flush()
+    joined = "".join(e.text for e in shown if isinstance(e, AnswerDelta))
+    assert joined == f"a {REDACTED} b {SECRET[:5]} c {REDACTED}"
+    assert all(SECRET not in e.text for e in shown if isinstance(e, AnswerDelta))
+
+
+async def test_the_screen_never_shows_or_asks_about_a_secret() -> None:
+    inner = RecordingTerminal(approvals=["yes"])
+    screen = RedactingTerminal(inner, Redactor([SECRET]))
+    screen.show(ToolStarted(ToolCall("c1", "bash", "{}"), f"curl -H {SECRET}"))
+    await screen.ask_approval(ApprovalRequest("bash", f"curl -H {SECRET}", "curl"))
+    await screen.ask_question(f"use {SECRET}?")
+    everything = repr(inner.events) + repr(inner.approval_requests) + repr(inner.questions)
+    assert SECRET not in everything
+    assert screen.events == inner.events  # the rest is the inner terminal's

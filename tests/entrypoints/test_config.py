@@ -1,0 +1,278 @@
+from __future__ import annotations
+
+import io
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from treadle.entrypoints.commands import run_subcommand
+from treadle.entrypoints.config import (
+    KEYS,
+    AppConfig,
+    ConfigError,
+    describe_config,
+    load_config,
+)
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def places(tmp_path: Path) -> tuple[Path, Path, dict[str, str]]:
+    """A user config folder, a workspace, and an environment pointing at them."""
+    user = tmp_path / "user"
+    workspace = tmp_path / "work"
+    user.mkdir()
+    workspace.mkdir()
+    return user, workspace, {"TREADLE_CONFIG_DIR": str(user)}
+
+
+def load(
+    places: tuple[Path, Path, dict[str, str]],
+    *,
+    user: str = "",
+    project: str = "",
+    env: dict[str, str] | None = None,
+    flags: dict[str, Any] | None = None,
+) -> AppConfig:
+    user_dir, workspace, environ = places
+    if user:
+        (user_dir / "config.toml").write_text(user)
+    if project:
+        (workspace / ".treadle.toml").write_text(project)
+    return load_config(flags=flags or {}, environ=environ | (env or {}), cwd=str(workspace))
+
+
+# Precedence and origins ---------------------------------------------------------
+
+PRECEDENCE = [
+    # (user file, project file, env, flags, expected model, expected origin)
+    ("", "", {}, {}, "", "default"),
+    ('model = "openai:a"', "", {}, {}, "openai:a", "user file"),
+    ('model = "openai:a"', 'model = "openai:b"', {}, {}, "openai:b", "project file"),
+    (
+        'model = "openai:a"',
+        'model = "openai:b"',
+        {"TREADLE_MODEL": "openai:c"},
+        {},
+        "openai:c",
+        "env TREADLE_MODEL",
+    ),
+    (
+        'model = "openai:a"',
+        'model = "openai:b"',
+        {"TREADLE_MODEL": "openai:c"},
+        {"model": "openai:d"},
+        "openai:d",
+        "flag --model",
+    ),
+    ("", 'model = "openai:b"', {}, {"model": None}, "openai:b", "project file"),
+]
+
+
+@pytest.mark.parametrize(("user", "project", "env", "flags", "model", "origin"), PRECEDENCE)
+def test_later_layers_win_and_each_value_says_where_it_came_from(
+    places: tuple[Path, Path, dict[str, str]],
+    user: str,
+    project: str,
+    env: dict[str, str],
+    flags: dict[str, Any],
+    model: str,
+    origin: str,
+) -> None:
+    app = load(places, user=user, project=project, env=env, flags=flags)
+    assert app.model == model
+    assert app.origin("model").startswith(origin)
+
+
+def test_origins_name_the_file_they_came_from(places: tuple[Path, Path, dict[str, str]]) -> None:
+    user_dir, workspace, _ = places
+    app = load(places, user="max_tokens = 1000", project="continuations = 1")
+    assert app.origin("max_tokens") == f"user file {user_dir / 'config.toml'}"
+    assert app.origin("continuations") == f"project file {workspace / '.treadle.toml'}"
+    assert app.origin("token_growth") == "default"
+
+
+ENV_VALUES = [
+    ("TREADLE_MAX_TOKENS", "4096", "max_tokens", 4096),
+    ("TREADLE_TOKEN_GROWTH", "1.5", "token_growth", 1.5),
+    ("TREADLE_TOOL_TIMEOUT", "30", "tool_timeout", 30.0),
+    ("TREADLE_APPROVAL", "read-only", "approval", "read-only"),
+    (
+        "TREADLE_ALLOWED_PREFIXES",
+        "git status, make test",
+        "allowed_prefixes",
+        ("git status", "make test"),
+    ),
+    ("TREADLE_ENV_PASSTHROUGH", "GITHUB_TOKEN", "env_passthrough", ("GITHUB_TOKEN",)),
+    ("TREADLE_KEY_ENV", "MY_KEY", "key_env", "MY_KEY"),
+    ("TREADLE_BASE_URL", "http://127.0.0.1:11434/v1", "base_url", "http://127.0.0.1:11434/v1"),
+]
+
+
+@pytest.mark.parametrize(("variable", "text", "key", "value"), ENV_VALUES)
+def test_environment_variables_are_read_as_the_keys_type(
+    places: tuple[Path, Path, dict[str, str]], variable: str, text: str, key: str, value: object
+) -> None:
+    app = load(places, env={variable: text})
+    assert getattr(app, key) == value
+    assert app.origin(key) == f"env {variable}"
+
+
+def test_every_key_can_be_set_from_a_file(places: tuple[Path, Path, dict[str, str]]) -> None:
+    toml = "\n".join(
+        [
+            'model = "gpt-4.1"',
+            'provider = "openai"',
+            'base_url = "https://example.test/v1"',
+            'key_env = "WORK_OPENAI_KEY"',
+            "max_tokens = 1000",
+            "token_growth = 3",
+            "max_tokens_cap = 5000",
+            "continuations = 0",
+            "tool_timeout = 5",
+            "tool_timeout_max = 50.5",
+            "output_limit = 100",
+            "subagent_check_interval = 0.5",
+            "subagent_deadline = 60",
+            'approval = "auto"',
+            'allowed_prefixes = ["git status"]',
+            'env_passthrough = ["GH_TOKEN"]',
+        ]
+    )
+    app = load(places, project=toml)
+    assert app.model == "openai:gpt-4.1"  # provider + a bare name
+    assert (app.max_tokens, app.token_growth, app.max_tokens_cap) == (1000, 3.0, 5000)
+    assert app.allowed_prefixes == ("git status",)
+    assert {key for key in KEYS if app.origin(key).startswith("project file")} == set(KEYS)
+
+
+def test_a_provider_does_not_override_a_model_that_names_its_own(
+    places: tuple[Path, Path, dict[str, str]],
+) -> None:
+    app = load(places, user='provider = "openai"', flags={"model": "anthropic:claude"})
+    assert app.model == "anthropic:claude"
+
+
+def test_a_resumed_session_keeps_its_model_and_folder_unless_a_flag_says_otherwise(
+    places: tuple[Path, Path, dict[str, str]], tmp_path: Path
+) -> None:
+    _, workspace, environ = places
+    (workspace / ".treadle.toml").write_text('model = "openai:project"')
+    recorded = {"model": "anthropic:recorded", "workspace": str(workspace), "base_url": ""}
+    app = load_config(flags={}, environ=environ, session=("s1", recorded), cwd=str(tmp_path))
+    assert (app.model, app.origin("model")) == ("anthropic:recorded", "session s1")
+    assert app.workspace == str(workspace)
+    flagged = load_config(
+        flags={"model": "demo"}, environ=environ, session=("s1", recorded), cwd=str(tmp_path)
+    )
+    assert flagged.model == "demo"
+
+
+# Errors ------------------------------------------------------------------------------
+
+ERRORS = [
+    # (where, content, words the message must hold)
+    ("user", "colour = 'blue'", ["config.toml", "unknown key 'colour'"]),
+    ("project", "max_tokens = 'lots'", [".treadle.toml", "max_tokens", "whole number"]),
+    ("project", "max_tokens = -5", [".treadle.toml", "max_tokens", "at least 1"]),
+    ("project", "max_tokens = true", [".treadle.toml", "max_tokens", "not true"]),
+    ("project", "token_growth = 0.5", ["token_growth", "at least 1"]),
+    ("project", "tool_timeout = 0", ["tool_timeout", "more than 0"]),
+    ("project", "continuations = -1", ["continuations", "at least 0"]),
+    ("project", "approval = 'sometimes'", ["approval", "ask, auto, read-only"]),
+    ("project", "allowed_prefixes = 'git'", ["allowed_prefixes", "list of strings"]),
+    ("project", "env_passthrough = ['not a name']", ["env_passthrough", "not an environment"]),
+    ("project", "base_url = 'localhost:11434'", ["base_url", "http://"]),
+    ("project", "key_env = 'sk-abc'", ["key_env", "environment variable name"]),
+    ("project", "provider = 'mistral'", ["provider", "openai, anthropic"]),
+    (
+        "project",
+        "max_tokens_cap = 100",
+        ["max_tokens_cap", "less than max_tokens 8192", ".treadle.toml"],
+    ),
+    (
+        "user",
+        "tool_timeout = 900",
+        ["tool_timeout_max", "less than tool_timeout 900", "config.toml"],
+    ),
+    ("project", "model = [", [".treadle.toml", "not valid TOML"]),
+    ("project", "[model]\nname = 'x'", ["model", "not a table"]),
+    ("env", "TREADLE_MAX_TOKENS=many", ["TREADLE_MAX_TOKENS", "max_tokens", "a number"]),
+    ("env", "TREADLE_APPROVAL=yes", ["TREADLE_APPROVAL", "approval"]),
+    ("flag", "approval=never", ["flag --approval", "ask, auto, read-only"]),
+]
+
+
+@pytest.mark.parametrize(("where", "content", "words"), ERRORS)
+def test_a_broken_configuration_is_an_error_naming_the_file_and_key(
+    places: tuple[Path, Path, dict[str, str]], where: str, content: str, words: list[str]
+) -> None:
+    name, _, value = content.partition("=")
+    layers: dict[str, dict[str, Any]] = {
+        "user": {"user": content},
+        "project": {"project": content},
+        "env": {"env": {name: value}},
+        "flag": {"flags": {name: value}},
+    }
+    with pytest.raises(ConfigError) as raised:
+        load(places, **layers[where])
+    for word in words:
+        assert word in str(raised.value)
+
+
+def test_unknown_treadle_variables_are_reported_not_fatal(
+    places: tuple[Path, Path, dict[str, str]],
+) -> None:
+    _, workspace, environ = places
+    environ = environ | {"TREADLE_MAXTOKENS": "9", "TREADLE_RUN_ab12": "1"}
+    app = load_config(flags={}, environ=environ, cwd=str(workspace))
+    lines = describe_config(app, environ)
+    assert "ignored: TREADLE_MAXTOKENS (not a configuration key)" in lines
+    assert not any("TREADLE_RUN_" in line for line in lines)
+
+
+def test_treadle_config_prints_every_value_and_its_origin(
+    places: tuple[Path, Path, dict[str, str]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    user_dir, workspace, environ = places
+    (user_dir / "config.toml").write_text("max_tokens = 2000\n")
+    (workspace / ".treadle.toml").write_text('approval = "read-only"\n')
+    for name, value in environ.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("TREADLE_CONTINUATIONS", "5")
+    monkeypatch.chdir(workspace)
+    out = io.StringIO()
+    assert run_subcommand(["config", "--model", "demo"], out) == 0
+    lines = out.getvalue().splitlines()
+    row = {line.split()[0]: line for line in lines if line and line.split()[0] in KEYS}
+    assert set(row) == set(KEYS)
+    assert row["max_tokens"].split()[1:] == ["2000", "user", "file", str(user_dir / "config.toml")]
+    assert row["approval"].endswith(f"project file {workspace / '.treadle.toml'}")
+    assert row["continuations"].endswith("env TREADLE_CONTINUATIONS")
+    assert row["model"].endswith("flag --model")
+    assert row["token_growth"].endswith("default")
+
+
+def test_treadle_does_not_start_on_a_broken_config(tmp_path: Path) -> None:
+    (tmp_path / ".treadle.toml").write_text("max_tokens = 'lots'\n")
+    result = subprocess.run(
+        [sys.executable, "-m", "treadle", "--model", "demo", "--print", "hello"],
+        cwd=tmp_path,
+        env={
+            "PATH": "/usr/bin:/bin",
+            "TREADLE_CONFIG_DIR": str(tmp_path / "none"),
+            "TREADLE_STATE_DIR": str(tmp_path / "state"),
+            "PYTHONPATH": str(REPO),
+        },
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 2
+    assert ".treadle.toml: max_tokens: must be a whole number" in result.stderr
+    assert result.stdout == ""
+    assert not (tmp_path / "state").exists()

@@ -1,0 +1,95 @@
+"""``treadle replay`` on a session recorded by a real process, tools run for real."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.slow
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def treadle(work: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "treadle", *args],
+        cwd=work,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+    )
+
+
+@pytest.fixture
+def recorded(tmp_path: Path) -> tuple[Path, dict[str, str], Path]:
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "data.txt").write_text("alpha\nbeta\n")
+    plan = {"steps": [{"step": "Count the lines", "status": "in_progress"}]}
+    script = {
+        "responses": [
+            {
+                "text": ["Counting", " lines."],
+                "tool_calls": [
+                    {"id": "p1", "name": "update_plan", "arguments": plan},
+                    {
+                        "id": "c1",
+                        "name": "bash",
+                        "arguments": {"command": "sleep 0.2; wc -l < data.txt"},
+                    },
+                ],
+            },
+            {"failure": {"status": 503, "detail": "overloaded"}},
+            {"text": "There are 2 lines.", "usage": {"input_tokens": 50, "output_tokens": 6}},
+        ]
+    }
+    (work / "script.json").write_text(json.dumps(script))
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(tmp_path),
+        "PYTHONPATH": str(REPO),
+        "TREADLE_STATE_DIR": str(tmp_path / "state"),
+        "TREADLE_CONFIG_DIR": str(tmp_path / "config"),
+    }
+    result = treadle(work, env, "--model", "script:script.json", "--print", "count the lines")
+    assert result.returncode == 0, result.stderr
+    (session,) = (tmp_path / "state" / "sessions").iterdir()
+    return work, env, session
+
+
+def test_a_recorded_session_replays_with_real_tools_and_no_divergence(
+    recorded: tuple[Path, dict[str, str], Path],
+) -> None:
+    work, env, session = recorded
+    result = treadle(work, env, "replay", session.name, "--check")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout.startswith("replay: 3 requests, no divergence")
+
+
+def test_a_changed_workspace_is_the_divergence_reported(
+    recorded: tuple[Path, dict[str, str], Path],
+) -> None:
+    work, env, session = recorded
+    (work / "data.txt").write_text("alpha\nbeta\ngamma\n")
+    result = treadle(work, env, "replay", session.name, "--check")
+    assert result.returncode == 1
+    assert result.stdout.startswith("replay diverged at request 2 (the main agent): ")
+    assert "message 4 (tool)" in result.stdout and '2", now' in result.stdout
+
+
+def test_recorded_tools_replay_it_anywhere(
+    recorded: tuple[Path, dict[str, str], Path], tmp_path: Path
+) -> None:
+    _, env, session = recorded
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    transcript = str(session / "transcript.jsonl")
+    result = treadle(elsewhere, env, "replay", transcript, "--check", "--recorded-tools")
+    assert result.returncode == 0, result.stdout + result.stderr
