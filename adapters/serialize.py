@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import functools
 import re
 import typing
 from collections.abc import Mapping
@@ -57,9 +58,15 @@ def record_to_event(record: Mapping[str, Any]) -> TurnEvent:
     return typing.cast(TurnEvent, _build(kind, fields))
 
 
+@functools.cache
+def _field_types(kind: type[Any]) -> dict[str, Any]:
+    # Resolving annotations is slow, and resume reads every event of a session.
+    return typing.get_type_hints(kind, vars(events) | vars(conversation))
+
+
 def _build(kind: Any, value: Any) -> Any:
     if dataclasses.is_dataclass(kind) and isinstance(kind, type):
-        hints = typing.get_type_hints(kind, vars(events) | vars(conversation))
+        hints = _field_types(kind)
         try:
             return kind(**{name: _build(hints[name], item) for name, item in value.items()})
         except (TypeError, KeyError) as error:

@@ -92,10 +92,10 @@ def _http_model(provider: str, name: str, app: AppConfig) -> Model:
     )
 
 
-def build_runner(app: AppConfig) -> ProcessRunner:
+def build_runner(app: AppConfig, redactor: Redactor) -> ProcessRunner:
     from treadle.adapters.process import SubprocessRunner
 
-    return SubprocessRunner(passthrough_env=app.env_passthrough)
+    return SubprocessRunner(passthrough_env=app.env_passthrough, redactor=redactor)
 
 
 def build_tools() -> list[Tool]:
@@ -168,9 +168,9 @@ class Container(containers.DeclarativeContainer):
 
     clock = providers.Singleton(SystemClock)
     model = providers.Singleton(build_model, app, clock)
-    runner = providers.Singleton(build_runner, app)
     terminal = providers.Singleton(build_terminal, mode, resume_hint)
     redactor = providers.Singleton(build_redactor, app)
+    runner = providers.Singleton(build_runner, app, redactor)
     screen = providers.Singleton(RedactingTerminal, terminal, redactor)
     transcript = providers.Singleton(build_session_log, app, session_dir, redactor)
     # A session folder that already has a transcript is continued (--resume).

@@ -22,6 +22,7 @@ from returns.result import Failure, Result, Success
 from treadle.adapters.process.environment import child_environment
 from treadle.adapters.process.spill import SPILL_CAP, OutputSpill
 from treadle.adapters.process.tree import CommandTree, active_commands, become_subreaper
+from treadle.adapters.redact import Redactor
 from treadle.domain.output_bound import OutputBound
 from treadle.ports.process import ProcessError, ProcessResult, ProcessSpec
 
@@ -116,7 +117,8 @@ class SubprocessRunner:
 
     ``passthrough_env`` names variables that look like secrets but may reach the
     command; ``grace`` is the time between SIGTERM and SIGKILL; ``spill_cap`` is the
-    largest full-output file kept when the bound cuts.
+    largest full-output file kept when the bound cuts; ``redactor`` takes secrets out
+    of that file.
     """
 
     def __init__(
@@ -126,15 +128,19 @@ class SubprocessRunner:
         grace: float = 2.0,
         shell: str | None = None,
         spill_cap: int = SPILL_CAP,
+        redactor: Redactor | None = None,
     ) -> None:
         self._passthrough = frozenset(passthrough_env)
+        self._redactor = redactor
         self._grace = grace
         self._spill_cap = spill_cap
         self._shell = shell or ("/bin/bash" if os.access("/bin/bash", os.X_OK) else "/bin/sh")
 
     async def run(self, spec: ProcessSpec) -> Result[ProcessResult, ProcessError]:
         bound = OutputBound(spec.output_limit)
-        spill = OutputSpill(spec.spill_dir, self._spill_cap) if spec.spill_dir else None
+        spill = (
+            OutputSpill(spec.spill_dir, self._spill_cap, self._redactor) if spec.spill_dir else None
+        )
         run_id = uuid.uuid4().hex
         become_subreaper()
         started = time.monotonic()

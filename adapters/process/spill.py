@@ -7,10 +7,13 @@ import os
 import time
 import uuid
 
+from treadle.adapters.redact import Redactor
 from treadle.domain.output_bound import OutputBound
 
 SPILL_CAP = 64 * 1024 * 1024
 """A runaway command can print without end; the saved copy stops at this size."""
+
+REDACT_BLOCK = 1024 * 1024
 
 
 class OutputSpill:
@@ -19,11 +22,13 @@ class OutputSpill:
     Nothing is created while the output fits the bound; when it first outgrows it,
     the file is opened, given what the bound still holds whole, and then every chunk,
     up to ``cap`` bytes. A failure to write gives up saving, never the command.
+    With a ``redactor``, secrets are taken out of the file when it is closed.
     """
 
-    def __init__(self, folder: str, cap: int = SPILL_CAP) -> None:
+    def __init__(self, folder: str, cap: int = SPILL_CAP, redactor: Redactor | None = None) -> None:
         self._folder = folder
         self._cap = cap
+        self._redactor = redactor
         self._file: int | None = None
         self._written = 0
         self.path: str | None = None
@@ -55,6 +60,34 @@ class OutputSpill:
         if self._file is not None:
             os.close(self._file)
             self._file = None
+            if self._redactor is not None and self.path is not None:
+                self._redact_file(self.path, self._redactor)
+
+    def _redact_file(self, path: str, redactor: Redactor) -> None:
+        """Rewrite the file block by block with its secrets replaced; memory stays flat.
+
+        ``surrogateescape`` keeps bytes that are not UTF-8 exactly as they were, and
+        the end of each block that could begin a secret waits for the next block.
+        """
+        cleaned = path + ".redacting"
+        try:
+            with open(path, "rb") as source, open(cleaned, "wb") as target:
+                pending = ""
+                while block := source.read(REDACT_BLOCK):
+                    pending += block.decode("utf-8", "surrogateescape")
+                    cut = redactor.releasable(pending)
+                    target.write(redactor.redact(pending[:cut]).encode("utf-8", "surrogateescape"))
+                    pending = pending[cut:]
+                target.write(redactor.redact(pending).encode("utf-8", "surrogateescape"))
+            os.chmod(cleaned, 0o600)
+            os.replace(cleaned, path)
+        except OSError as error:
+            # Unredacted output must not stay behind.
+            self.problem = error.strerror or str(error)
+            for leftover in (cleaned, path):
+                with contextlib.suppress(OSError):
+                    os.unlink(leftover)
+            self.path = None
 
     def _open(self) -> None:
         name = f"output-{time.strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:8]}.log"
