@@ -20,7 +20,8 @@ $(DEPS): pyproject.toml
 
 $(STAMP): $(DEPS) $(SOURCES)
 	rm -rf build/__editable__*
-	$(PY) -m pip install --quiet --no-deps --no-build-isolation -e . --config-settings editable_mode=strict
+	$(PY) -m pip install --quiet --no-deps --no-build-isolation -e . --config-settings editable_mode=strict \
+		> $(VENV)/link.log 2>&1 || (cat $(VENV)/link.log; exit 1)
 	touch $(STAMP)
 
 run: $(STAMP)

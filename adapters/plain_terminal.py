@@ -1,8 +1,14 @@
-"""The headless terminals: plain lines for people reading logs, JSON lines for scripts."""
+"""The headless terminals: plain lines for people reading logs, JSON lines for scripts.
+
+Neither ever writes an escape code: text from the model or a tool (answers, command
+lines, questions) has its control characters removed before it is shown, so a model
+cannot move the cursor, recolour or retitle the terminal of whoever reads the log.
+"""
 
 from __future__ import annotations
 
 import json
+import re
 import sys
 from collections.abc import Callable
 from typing import TextIO
@@ -11,6 +17,7 @@ from treadle.adapters.serialize import event_to_record
 from treadle.ports.events import (
     AnswerDelta,
     ContinuationRequested,
+    MessageAdded,
     OutcomeKind,
     PlanUpdated,
     RetryScheduled,
@@ -27,44 +34,68 @@ from treadle.ports.terminal import ApprovalAnswer, ApprovalRequest
 
 PLAN_MARKS = {"completed": "[x]", "in_progress": "[>]", "pending": "[ ]"}
 
+# C0 controls but tab and newline, DEL and the C1 range (8-bit CSI and friends).
+CONTROL_CHARACTERS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+# json.dumps escapes C0 but leaves DEL and C1 as they are; some terminals obey C1.
+_JSON_UNESCAPED_CONTROL = re.compile(r"[\x7f-\x9f]")
+
+
+def printable(text: str) -> str:
+    """``text`` with every control character but tab and newline removed.
+
+    Example: ``printable("\\x1b[2Jhi\\r\\n")`` is ``"[2Jhi\\n"``.
+    """
+    return CONTROL_CHARACTERS.sub("", text)
+
+
+def one_line(text: str, width: int = 100) -> str:
+    """``text`` on one line (runs of white space become one space), cut to ``width``."""
+    line = " ".join(printable(text).split())
+    return line if len(line) <= width else line[: max(0, width - 1)] + "…"
+
 
 def describe_event(event: TurnEvent) -> list[str]:
     """The plain lines an event shows as (answer text excepted: it streams inline)."""
     tag = f"[{event.agent}] " if event.agent else ""
     match event:
         case TurnStarted(task=task) if not event.agent:
-            return [f"Task: {task}"]
+            return [f"Task: {printable(task)}"]
         case PlanUpdated(steps=steps):
-            return [f"{tag}Plan:"] + [f"  {PLAN_MARKS[s.status]} {s.step}" for s in steps]
+            return [f"{tag}Plan:"] + [f"  {PLAN_MARKS[s.status]} {one_line(s.step)}" for s in steps]
         case ToolStarted(call=call, summary=summary):
-            return [f"{tag}→ {call.name}: {_shorten(summary)}"]
+            return [f"{tag}→ {call.name}: {one_line(summary)}"]
         case ToolFinished(status=status, is_error=is_error):
-            return [f"{tag}  {'✗' if is_error else '✓'} {status}"]
+            return [f"{tag}  {'✗' if is_error else '✓'} {one_line(status)}"]
         case RetryScheduled(attempt=attempt, attempts=attempts, pause=pause, error=error):
-            return [f"{tag}retrying in {pause:g} s — {error}, attempt {attempt} of {attempts}"]
+            return [
+                f"{tag}retrying in {pause:g} s — {one_line(error)}, attempt {attempt} of {attempts}"
+            ]
         case ContinuationRequested(continuation=n, max_tokens=max_tokens):
             return [f"{tag}… answer cut by its token budget; continuing ({n}, {max_tokens} tokens)"]
         case SubAgentStarted(name=name, task=task, check_interval=every, deadline=deadline):
             return [
-                f"{tag}[{name}] started: {_shorten(task)} (reports every {every:g} s, "
+                f"{tag}[{name}] started: {one_line(task)} (reports every {every:g} s, "
                 f"deadline {deadline:g} s)"
             ]
         case SubAgentProgress(name=name, doing=doing, requests=n, usage=usage, elapsed=elapsed):
-            return [f"{tag}[{name}] {doing} · {n} requests · {usage.total} tokens · {elapsed:.1f} s"]
+            return [
+                f"{tag}[{name}] {one_line(doing)} · {n} requests · {usage.total} tokens "
+                f"· {elapsed:.1f} s"
+            ]
         case SubAgentFinished(name=name, ending=ending, requests=n, usage=usage, elapsed=elapsed):
-            return [f"{tag}[{name}] {ending} · {n} requests · {usage.total} tokens · {elapsed:.1f} s"]
-        case TurnEnded(outcome=outcome, usage=usage, requests=n, elapsed=elapsed) if not event.agent:
+            return [
+                f"{tag}[{name}] {one_line(ending)} · {n} requests · {usage.total} tokens "
+                f"· {elapsed:.1f} s"
+            ]
+        case TurnEnded(outcome=outcome, usage=usage, requests=n, elapsed=elapsed) if (
+            not event.agent
+        ):
             return [
                 f"{n} requests · {usage.input_tokens} in / {usage.output_tokens} out tokens "
                 f"· {elapsed:.1f} s",
-                outcome.screen_line,
+                printable(outcome.screen_line),
             ]
     return []
-
-
-def _shorten(text: str, width: int = 100) -> str:
-    line = " ".join(text.split())
-    return line if len(line) <= width else line[: width - 1] + "…"
 
 
 class PlainTerminal:
@@ -76,14 +107,16 @@ class PlainTerminal:
     def __init__(self, out: TextIO | None = None, resume_hint: str = "") -> None:
         self._out = out or sys.stdout
         self._mid_line = False
+        self._held: list[str] = []
         self.resume_hint = resume_hint
         self.interrupt: Callable[[], None] = lambda: None
 
     def show(self, event: TurnEvent) -> None:
         if isinstance(event, AnswerDelta):
-            if not event.agent:
-                self._out.write(event.text)
-                self._mid_line = not event.text.endswith("\n")
+            if not event.agent and event.text:
+                text = printable(event.text)
+                self._out.write(text)
+                self._mid_line = not text.endswith("\n") if text else self._mid_line
                 self._out.flush()
             return
         lines = describe_event(event)
@@ -91,9 +124,14 @@ class PlainTerminal:
             return
         if isinstance(event, TurnEnded) and event.outcome.kind is OutcomeKind.PAUSED:
             lines[-1] += self.resume_hint
+        if self._mid_line and isinstance(event, ContinuationRequested) and not event.agent:
+            # The answer goes on where it stopped: the note waits for the answer's end.
+            self._held.extend(lines)
+            return
         if self._mid_line:
             self._out.write("\n")
             self._mid_line = False
+        lines, self._held = self._held + lines, []
         self._out.write("\n".join(lines) + "\n")
         self._out.flush()
 
@@ -108,12 +146,22 @@ class PlainTerminal:
 
 
 class JsonLinesTerminal(PlainTerminal):
-    """One JSON event per line (``--json``); the last line is the turn's outcome."""
+    """One JSON event per line (``--json``); the last line is the turn's outcome.
+
+    ``message_added`` events are left out: they repeat what the answer deltas, the
+    responses and the tool events already said (the transcript keeps them).
+    """
 
     def show(self, event: TurnEvent) -> None:
+        if isinstance(event, MessageAdded):
+            return
         record = event_to_record(event)
         if isinstance(event, TurnEnded) and not event.agent:
             record["exit_code"] = event.outcome.exit_code
             record["line"] = event.outcome.screen_line
-        self._out.write(json.dumps(record, ensure_ascii=False) + "\n")
+            if event.outcome.kind is OutcomeKind.PAUSED and self.resume_hint:
+                record["resume_hint"] = self.resume_hint.strip(" —")
+        line = json.dumps(record, ensure_ascii=False)
+        line = _JSON_UNESCAPED_CONTROL.sub(lambda m: f"\\u{ord(m.group()):04x}", line)
+        self._out.write(line + "\n")
         self._out.flush()

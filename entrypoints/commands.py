@@ -185,7 +185,7 @@ async def replay(args: argparse.Namespace, out: TextIO) -> int:
         clock = FakeClock()
         runner = FakeRunner(clock)
     else:
-        clock, runner = SystemClock(), build_runner(app)
+        clock, runner = SystemClock(), build_runner(app, redactor)
     terminal = RecordingTerminal() if args.check else PlainTerminal(out)
     tools = recorded_tools(
         build_tools(), recording, answer_from_recording=args.recorded_tools, on_cut=turn_stop.cut

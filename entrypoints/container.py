@@ -110,8 +110,16 @@ def build_terminal(mode: str, resume_hint: str) -> Any:
     if mode == "tty":
         from treadle.adapters.blessed_terminal import BlessedTerminal
 
-        return BlessedTerminal(resume_hint=resume_hint)
+        return BlessedTerminal(resume_hint=resume_hint, hard_exit=exit_at_once)
     return PlainTerminal(resume_hint=resume_hint)
+
+
+def exit_at_once(code: int = 130) -> None:
+    """The second Ctrl-C: kill every running command, then leave without cleanup."""
+    from treadle.adapters.process import kill_every_command_now
+
+    kill_every_command_now()
+    os._exit(code)
 
 
 def build_redactor(app: AppConfig) -> Redactor:

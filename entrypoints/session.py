@@ -106,6 +106,7 @@ async def _one_turn(app: AppConfig, task: str, mode: str, session_dir: str, sess
     container = Container()
     container.app.override(providers.Object(app))
     container.mode.override(providers.Object(mode))
+    container.interactive.override(providers.Object(mode == "tty"))
     container.session_dir.override(providers.Object(session_dir))
     container.resume_hint.override(
         providers.Object(f" — resume with: treadle --resume {session_id}")
@@ -143,7 +144,9 @@ def _install_interrupts(stop: StopSignal) -> None:
             and first
             and now - first[0] < SECOND_INTERRUPT_WINDOW
         ):
-            os._exit(130)
+            from treadle.entrypoints.container import exit_at_once
+
+            exit_at_once(130)
         first[:] = [now]
         stop.set("interrupted")
 

@@ -21,7 +21,12 @@ from returns.result import Failure, Result, Success
 
 from treadle.adapters.process.environment import child_environment
 from treadle.adapters.process.spill import SPILL_CAP, OutputSpill
-from treadle.adapters.process.tree import CommandTree, active_commands, become_subreaper
+from treadle.adapters.process.tree import (
+    CommandTree,
+    active_commands,
+    become_subreaper,
+    running_trees,
+)
 from treadle.adapters.redact import Redactor
 from treadle.domain.output_bound import OutputBound
 from treadle.ports.process import ProcessError, ProcessResult, ProcessSpec
@@ -150,15 +155,17 @@ class SubprocessRunner:
             case Success((process, pipe)):
                 pass
         active_commands.add(process.pid)
+        tree = running_trees[process.pid] = CommandTree(process.pid, run_id)
         try:
             timed_out = await self._follow(
-                CommandTree(process.pid, run_id),
+                tree,
                 process,
                 _OutputReader(pipe, bound, spill),
                 spec.timeout,
             )
         finally:
             active_commands.discard(process.pid)
+            running_trees.pop(process.pid, None)
             if spill is not None:
                 spill.close()
         return Success(_result(process, bound, spill, time.monotonic() - started, timed_out))

@@ -38,6 +38,9 @@ active_commands: set[int] = set()
 
 Their exit status belongs to the runner awaiting them, so cleanup never reaps them."""
 
+running_trees: dict[int, CommandTree] = {}
+"""The trees of those commands, for :func:`kill_every_command_now`."""
+
 
 def become_subreaper() -> None:
     """Make orphaned descendants our children (once per process; Linux only)."""
@@ -243,3 +246,11 @@ class CommandTree:
             if not self.signal(signal.SIGKILL, again=True):
                 break
         self.reap()
+
+
+def kill_every_command_now() -> None:
+    """SIGKILL every command still running and all it started: before a hard exit,
+    which leaves no time for the runners' own cleanup."""
+    for tree in list(running_trees.values()):
+        with contextlib.suppress(OSError):
+            tree.kill_now()

@@ -52,7 +52,9 @@ async def test_long_output_keeps_head_and_tail_and_counts_what_was_left_out(rig)
 
 
 def test_a_signal_and_a_saved_full_output_are_named():
-    killed = ProcessResult("", None, 9, 1.0, truncated=True, omitted_bytes=10, full_output_path="/s/o.log")
+    killed = ProcessResult(
+        "", None, 9, 1.0, truncated=True, omitted_bytes=10, full_output_path="/s/o.log"
+    )
     assert process_status(killed, 5) == "signal 9 · 1.00 s · output cut"
     text = describe_process(killed, 5)
     assert "killed by signal 9" in text

@@ -276,3 +276,18 @@ def test_treadle_does_not_start_on_a_broken_config(tmp_path: Path) -> None:
     assert ".treadle.toml: max_tokens: must be a whole number" in result.stderr
     assert result.stdout == ""
     assert not (tmp_path / "state").exists()
+
+
+def test_the_readme_example_configuration_is_valid(tmp_path: Path) -> None:
+    import re
+
+    from treadle.entrypoints.config import read_file_values
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    match = re.search(r"```toml\n(.*?)```", readme, re.DOTALL)
+    assert match
+    config = tmp_path / "config.toml"
+    config.write_text(match.group(1), encoding="utf-8")
+    values = read_file_values(config)
+    assert values["approval"] == "ask"
+    assert values["allowed_prefixes"] == ("git status", "pytest")

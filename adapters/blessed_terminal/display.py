@@ -1,0 +1,267 @@
+"""What the screen says about a turn: log lines for events, and the live rows.
+
+:class:`TurnView` keeps the little state the display needs (the tools running, the
+tokens so far, the last plan of each agent) and turns each event into styled lines;
+:meth:`TurnView.live_rows` draws the running tools and the status line for a given
+moment. It does no I/O, so its output can be checked line by line.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from treadle.adapters.blessed_terminal.screen import cell_width, fit
+from treadle.adapters.plain_terminal import describe_event, one_line
+from treadle.ports.conversation import Usage
+from treadle.ports.events import (
+    AnswerDelta,
+    ContinuationRequested,
+    OutcomeKind,
+    PlanStep,
+    PlanUpdated,
+    RequestSent,
+    ResponseReceived,
+    RetryScheduled,
+    SubAgentFinished,
+    SubAgentProgress,
+    SubAgentStarted,
+    ToolFinished,
+    ToolStarted,
+    TurnEnded,
+    TurnEvent,
+    TurnStarted,
+    UsageUpdated,
+)
+
+Style = Callable[[str], str]
+
+SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
+PLAN_MARKS = {"completed": "✔", "in_progress": "▸", "pending": "○"}
+# Tools whose work the screen already shows another way (the plan, the question,
+# the sub-agent's own lines): no line of their own when they end well.
+QUIET_TOOLS = frozenset({"update_plan", "ask", "agent"})
+MAX_TOOL_ROWS = 6
+
+
+def _plain(text: str) -> str:
+    return text
+
+
+@dataclass(frozen=True, slots=True)
+class Styles:
+    """The few styles the screen uses; all plain when styling is off (``NO_COLOR``)."""
+
+    bold: Style = _plain
+    dim: Style = _plain
+    green: Style = _plain
+    red: Style = _plain
+    yellow: Style = _plain
+    cyan: Style = _plain
+    magenta: Style = _plain
+
+    @staticmethod
+    def of(term: Any) -> Styles:
+        """blessed's styles, which are empty strings when it does no styling."""
+        return Styles(
+            term.bold, term.dim, term.green, term.red, term.yellow, term.cyan, term.magenta
+        )
+
+
+def format_elapsed(seconds: float) -> str:
+    """``4.2 s`` under a minute, ``3 m 05 s`` above."""
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    minutes, rest = divmod(int(seconds), 60)
+    return f"{minutes} m {rest:02d} s"
+
+
+def requests(count: int) -> str:
+    return f"{count} request" if count == 1 else f"{count} requests"
+
+
+@dataclass(slots=True)
+class RunningTool:
+    agent: str
+    name: str
+    summary: str
+    started: float
+
+
+@dataclass
+class TurnView:
+    """The display's memory of the current turn."""
+
+    styles: Styles = field(default_factory=Styles)
+    started: float = 0.0
+    requests: int = 0
+    usage: Usage = field(default_factory=Usage)
+    activity: str = "starting"
+    retry_at: float | None = None
+    retry_error: str = ""
+    running: dict[str, RunningTool] = field(default_factory=dict)
+    plans: dict[str, tuple[PlanStep, ...]] = field(default_factory=dict)
+
+    def begin(self, now: float) -> None:
+        self.started = now
+        self.requests = 0
+        self.usage = Usage()
+        self.activity = "starting"
+        self.retry_at = None
+        self.running.clear()
+        self.plans.clear()
+
+    def stopping(self) -> None:
+        self.activity = "stopping…"
+        self.retry_at = None
+
+    # Events ------------------------------------------------------------------------
+
+    def lines_for(self, event: TurnEvent, now: float) -> list[str]:
+        """The log lines an event adds (after updating what the live rows show)."""
+        s = self.styles
+        main = not event.agent
+        match event:
+            case TurnStarted(task=task) if main:
+                return [s.bold("Task: ") + one_line(task, 10_000)]
+            case RequestSent(attempt=attempt, continuation=continuation) if main:
+                self.requests += 1
+                self.retry_at = None
+                self.activity = (
+                    "continuing the answer"
+                    if continuation
+                    else f"asking the model again (attempt {attempt})"
+                    if attempt > 1
+                    else "waiting for the model"
+                )
+            case AnswerDelta() if main:
+                self.activity = "writing the answer"
+            case ResponseReceived(tool_calls=calls) if main:
+                self.activity = "running tools" if calls else "finishing"
+            case UsageUpdated(turn=turn, requests=requests) if main:
+                self.usage = turn
+                self.requests = max(self.requests, requests)
+            case PlanUpdated():
+                return self._plan_lines(event)
+            case ToolStarted(call=call, summary=summary):
+                self.running[call.id] = RunningTool(event.agent, call.name, summary, now)
+                if main:
+                    self.activity = f"running {call.name}"
+            case ToolFinished():
+                return self._tool_lines(event)
+            case RetryScheduled(pause=pause, error=error) if main:
+                self.retry_at = now + pause
+                self.retry_error = one_line(error, 80)
+                return [s.yellow("↻ " + describe_event(event)[0])]
+            case RetryScheduled() | ContinuationRequested():
+                return [s.yellow(line) for line in describe_event(event)]
+            case SubAgentStarted() | SubAgentFinished():
+                return [s.magenta(line) for line in describe_event(event)]
+            case SubAgentProgress():
+                return [s.dim(line) for line in describe_event(event)]
+        return []
+
+    def _plan_lines(self, event: PlanUpdated) -> list[str]:
+        s = self.styles
+        tag = s.magenta(f"[{event.agent}] ") if event.agent else ""
+        before = self.plans.get(event.agent)
+        self.plans[event.agent] = event.steps
+        explanation = [tag + s.dim(one_line(event.explanation, 500))] if event.explanation else []
+        if before is None or [b.step for b in before] != [a.step for a in event.steps]:
+            done = sum(step.status == "completed" for step in event.steps)
+            header = tag + s.bold("Plan") + s.dim(f" · {done} of {len(event.steps)} done")
+            return [header, *explanation, *(self._step(step, "  ") for step in event.steps)]
+        changed = [
+            self._step(after, tag)
+            for previous, after in zip(before, event.steps, strict=True)
+            if after.status != previous.status
+        ]
+        return [*explanation, *changed]
+
+    def _step(self, step: PlanStep, indent: str) -> str:
+        s = self.styles
+        text = one_line(step.step, 500)
+        mark = PLAN_MARKS[step.status]
+        match step.status:
+            case "completed":
+                return indent + s.green(mark) + " " + s.dim(text)
+            case "in_progress":
+                return indent + s.yellow(mark) + " " + s.bold(text)
+        return indent + s.dim(mark + " " + text)
+
+    def _tool_lines(self, event: ToolFinished) -> list[str]:
+        s = self.styles
+        tool = self.running.pop(event.call.id, None)
+        if event.agent or (event.call.name in QUIET_TOOLS and not event.is_error):
+            return []
+        summary = tool.summary if tool is not None else event.call.arguments
+        mark = s.red("✗") if event.is_error else s.green("✓")
+        status = one_line(event.status, 200)
+        if event.duration >= 1.0 and not status.endswith(" s"):
+            status += f" · {format_elapsed(event.duration)}"
+        return [f"{mark} {s.bold(event.call.name)} {one_line(summary, 200)} {s.dim('· ' + status)}"]
+
+    def ending_lines(self, event: TurnEnded, resume_hint: str) -> list[str]:
+        """The turn's totals, then its outcome line (and how to resume a paused turn)."""
+        s = self.styles
+        outcome = event.outcome
+        unfinished = [
+            f"{s.red('✗')} {s.bold(tool.name)} {one_line(tool.summary, 200)} "
+            + s.dim("· " + ("interrupted" if outcome.kind is OutcomeKind.PAUSED else "unfinished"))
+            for tool in self.running.values()
+            if not tool.agent
+        ]
+        self.running.clear()
+        usage = event.usage
+        totals = (
+            f"{requests(event.requests)} · {usage.input_tokens:,} in / "
+            f"{usage.output_tokens:,} out tokens · {format_elapsed(event.elapsed)}"
+        )
+        colour = {
+            OutcomeKind.FINISHED: s.green,
+            OutcomeKind.PAUSED: s.yellow,
+            OutcomeKind.WAITING: s.yellow,
+        }.get(outcome.kind, s.red)
+        line = s.bold(colour(one_line(outcome.screen_line, 2_000)))
+        if outcome.kind is OutcomeKind.PAUSED and resume_hint:
+            line += s.dim(resume_hint)
+        return [*unfinished, s.dim(totals), line]
+
+    # The live rows -------------------------------------------------------------------
+
+    def live_rows(self, now: float, width: int) -> list[str]:
+        """The running tools, then the status line, each cut to ``width - 1`` columns."""
+        s = self.styles
+        frame = SPINNER[int(now * 10) % len(SPINNER)]
+        rows: list[str] = []
+        # The ask tool's question is on the screen with its prompt: no row of its own.
+        tools = [tool for tool in self.running.values() if tool.name != "ask"]
+        for tool in tools[:MAX_TOOL_ROWS]:
+            tag = f"[{tool.agent}] " if tool.agent else ""
+            head = f"{frame} {tag}{tool.name} "
+            tail = f" · {format_elapsed(now - tool.started)}"
+            room = width - 1 - cell_width(head) - cell_width(tail)
+            summary = fit(one_line(tool.summary, 1_000), max(0, room))
+            tag = s.magenta(tag) if tag else ""
+            rows.append(s.cyan(frame) + " " + tag + s.bold(tool.name) + " " + summary + s.dim(tail))
+        if len(tools) > MAX_TOOL_ROWS:
+            rows.append(s.dim(f"  … and {len(tools) - MAX_TOOL_ROWS} more"))
+        activity = self.activity
+        if self.retry_at is not None:
+            activity = f"retrying in {max(0.0, self.retry_at - now):.0f} s — {self.retry_error}"
+        counts = (
+            f"{requests(self.requests)} · {self.usage.input_tokens:,} in / "
+            f"{self.usage.output_tokens:,} out tokens · {format_elapsed(now - self.started)}"
+        )
+        rows.append(s.dim(status_line(activity, counts, width - 1)))
+        return rows
+
+
+def status_line(activity: str, counts: str, width: int) -> str:
+    """The status line in ``width`` columns: the hint goes first, then the activity."""
+    for tail in (f"{counts} · Esc to stop", counts):
+        room = width - cell_width(tail) - 3
+        if room >= min(12, cell_width(activity)):
+            return f"{fit(activity, room)} · {tail}"
+    return fit(counts, width)

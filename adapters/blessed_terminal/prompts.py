@@ -1,0 +1,213 @@
+"""Reading the person's keys at the terminal: approvals, questions, the task prompt.
+
+:class:`Prompts` is the half of :class:`~.terminal.BlessedTerminal` that waits for
+the person; keys come in through :meth:`Prompts.press` (from the keyboard thread,
+on the event loop) and go to the prompt being read, or wait for the next one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+from treadle.adapters.blessed_terminal.display import Styles
+from treadle.adapters.blessed_terminal.keyboard import SECOND_CTRL_C_WINDOW
+from treadle.adapters.blessed_terminal.line_editor import Ending, Key, LineEditor
+from treadle.adapters.blessed_terminal.screen import (
+    HIDE_CURSOR,
+    SHOW_CURSOR,
+    Screen,
+    cell_width,
+    fit,
+)
+from treadle.adapters.plain_terminal import one_line, printable
+from treadle.ports.terminal import ApprovalAnswer, ApprovalRequest
+
+QUIT = "<quit>"
+APPROVAL_KEYS: dict[str, ApprovalAnswer] = {"y": "yes", "n": "no", "a": "always"}
+
+
+class Prompts:
+    """Approvals, questions and the task prompt, read key by key.
+
+    A mix-in: the terminal supplies the screen, the turn's state and the few
+    methods declared at the end of this class.
+    """
+
+    term: Any
+    screen: Screen
+    styles: Styles
+    can_answer: bool
+    _now: Callable[[], float]
+    _in_turn: bool
+    _cursor_hidden: bool
+    _prompt: tuple[str, int] | None
+
+    def _init_prompts(self) -> None:
+        # Keys typed at a prompt, or ahead of the next one while a turn runs.
+        self._keys: asyncio.Queue[str] = asyncio.Queue()
+        self._keys_loop: asyncio.AbstractEventLoop | None = None
+        self._reading = False
+        self._asking: asyncio.Lock | None = None
+        self._prompt_ctrl_c_at: float | None = None
+        self._submitted = ""
+        self._task_editor = LineEditor()
+
+    async def ask_approval(self, request: ApprovalRequest) -> ApprovalAnswer | None:
+        if not self.can_answer:
+            return None
+        async with self._lock():
+            s = self.styles
+            self.screen.write_lines(
+                [
+                    s.yellow("? ")
+                    + s.bold(f"Allow {request.tool}: ")
+                    + one_line(request.summary, 2_000)
+                ]
+            )
+            choices = f"[y]es · [n]o · [a]lways allow “{one_line(request.prefix, 60)}” › "
+            answer = await self._read_choice(s.yellow(fit(choices, self.screen.width - 2)))
+            if answer is None:
+                return None
+            self.screen.write_lines([s.dim(f"  → {answer}")])
+            self._draw(self._now())
+            self.screen.flush()
+            return answer
+
+    async def ask_question(self, question: str) -> str | None:
+        if not self.can_answer:
+            return None
+        async with self._lock():
+            s = self.styles
+            self.screen.write_lines([s.yellow("? ") + s.bold(one_line(question, 4_000))])
+            self._forget_typed_keys()  # typed for something else: not an answer
+            ending, text = await self._read_line(s.yellow("answer › "), LineEditor())
+            return text if ending == "submit" else None
+
+    async def read_task(self, prompt: str = "› ") -> str | None:
+        """The next task typed at the prompt; None when the person leaves.
+
+        Ctrl-D on an empty line leaves; Ctrl-C clears the line, and a second Ctrl-C
+        on an empty line within two seconds leaves too.
+        """
+        while True:
+            label = self.styles.bold(self.styles.cyan(prompt))
+            ending, text = await self._read_line(label, self._task_editor)
+            if ending == "submit":
+                self._submitted = text.strip()
+                return text
+            if ending == "eof":
+                return None
+            now = self._now()
+            if not text:
+                if self._prompt_ctrl_c_at is not None and (
+                    now - self._prompt_ctrl_c_at < SECOND_CTRL_C_WINDOW
+                ):
+                    return None
+                self.note(["(Ctrl-C again or Ctrl-D to leave)"])
+            self._prompt_ctrl_c_at = now if not text else None
+
+    def stop_prompt(self) -> None:
+        """End the prompt being read as if the person left (a signal asked to quit)."""
+        if self._reading:
+            self._keys.put_nowait(QUIT)
+
+    def press(self, key: str) -> None:
+        """A key the person pressed (called on the event loop by the keyboard)."""
+        if self._reading:
+            self._keys.put_nowait(key)
+        elif key in (Key.ESC, Key.CTRL_C):
+            self._stop_pressed(key)
+        elif self._keys.qsize() < 4_096:
+            self._keys.put_nowait(key)  # typed ahead: the next prompt starts with it
+
+    async def _read_choice(self, row: str) -> ApprovalAnswer | None:
+        """One of y, n, a at a prompt row; Esc and Ctrl-C stop the turn as usual."""
+        self._forget_typed_keys()  # a key typed before the question is no answer to it
+        async with self._reading_keys():
+            self._prompt = (row, cell_width(self.term.strip_seqs(row)))
+            while True:
+                self._draw(self._now())
+                self.screen.flush()
+                key = await self._keys.get()
+                if key == QUIT:
+                    return None
+                if key in (Key.ESC, Key.CTRL_C):
+                    self._stop_pressed(key)  # the turn then cancels this prompt
+                elif key.lower() in APPROVAL_KEYS:
+                    return APPROVAL_KEYS[key.lower()]
+
+    async def _read_line(self, label: str, editor: LineEditor) -> tuple[Ending, str]:
+        """A line typed after ``label``; in a turn, Esc and Ctrl-C stop the turn."""
+        label_width = cell_width(self.term.strip_seqs(label))
+        async with self._reading_keys():
+            while True:
+                shown, column = editor.view(max(4, self.screen.width - label_width))
+                self._prompt = (label + shown, label_width + column)
+                self._draw(self._now())
+                self.screen.flush()
+                key = await self._keys.get()
+                if key == QUIT:
+                    return "eof", ""
+                if self._in_turn and key in (Key.ESC, Key.CTRL_C):
+                    self._stop_pressed(key)
+                    continue
+                ending = editor.press(key)
+                if ending is None:
+                    continue
+                text = editor.take() if ending == "submit" else editor.text
+                if ending == "cancel":
+                    editor.press(Key.ESC)
+                self._prompt = None
+                if ending == "submit":
+                    self.screen.write_lines([label + printable(text)])
+                return ending, text
+
+    def _forget_typed_keys(self) -> None:
+        while not self._keys.empty():
+            self._keys.get_nowait()
+
+    @contextlib.asynccontextmanager
+    async def _reading_keys(self) -> AsyncIterator[None]:
+        loop = asyncio.get_running_loop()
+        if self._keys_loop not in (None, loop):  # a queue serves one event loop only
+            self._keys = asyncio.Queue()
+        self._keys_loop = loop
+        self._reading = True
+        self._hold()
+        self.screen.write_raw(SHOW_CURSOR)
+        try:
+            yield
+        finally:
+            self._reading = False
+            self._prompt = None
+            if self._cursor_hidden:
+                self.screen.write_raw(HIDE_CURSOR)
+            self._let_go()
+            self._draw(self._now())
+            self.screen.flush()
+
+    def _lock(self) -> asyncio.Lock:
+        # Sub-agents may ask while the main agent asks: one prompt at a time.
+        if self._asking is None:
+            self._asking = asyncio.Lock()
+        return self._asking
+
+    # Supplied by the terminal ------------------------------------------------------
+
+    def note(self, lines: list[str]) -> None:
+        raise NotImplementedError
+
+    def _stop_pressed(self, key: str) -> None:
+        raise NotImplementedError
+
+    def _hold(self) -> None:
+        raise NotImplementedError
+
+    def _let_go(self) -> None:
+        raise NotImplementedError
+
+    def _draw(self, now: float) -> None:
+        raise NotImplementedError

@@ -1,0 +1,312 @@
+"""The Terminal port on a real terminal, with blessed: the full display and the keys.
+
+Example::
+
+    terminal = BlessedTerminal()          # stdout and stdin must be a terminal
+    agent = Agent(TurnPorts(model, clock, runner, terminal))
+    outcome = await agent.run_turn("fix the failing test")
+
+While a turn runs, the keyboard is read (Esc or Ctrl-C stops the turn) and the live
+rows are redrawn on a short tick; both end with the turn, leaving the terminal as it
+was. An interactive session reads its next task with :meth:`BlessedTerminal.read_task`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import contextlib
+import os
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+from treadle.adapters.blessed_terminal.display import Styles, TurnView
+from treadle.adapters.blessed_terminal.keyboard import (
+    SECOND_CTRL_C_WINDOW,
+    Keyboard,
+    exit_now,
+)
+from treadle.adapters.blessed_terminal.line_editor import Key
+from treadle.adapters.blessed_terminal.prompts import Prompts
+from treadle.adapters.blessed_terminal.screen import (
+    HIDE_CURSOR,
+    SHOW_CURSOR,
+    Screen,
+)
+from treadle.adapters.plain_terminal import CONTROL_CHARACTERS, printable
+from treadle.ports.events import (
+    AnswerDelta,
+    ContinuationRequested,
+    ResponseReceived,
+    TurnEnded,
+    TurnEvent,
+    TurnStarted,
+)
+
+# The live rows are redrawn this often while a turn runs (the elapsed times move).
+TICK = 0.1
+# After answer text pushed the live rows away, they come back at once only if they
+# were last drawn this long ago; the tick brings them back otherwise. Redrawing
+# after every piece of a fast stream would cost more than the stream itself.
+REDRAW_AFTER_TEXT = 0.05
+_remove_controls = CONTROL_CHARACTERS.sub  # printable(), minus a call per answer piece
+
+
+def quiet_blessed_terminal() -> Any:
+    """blessed's Terminal on stdout, without the queries it sends at start-up.
+
+    blessed asks the terminal for its capabilities and its name and waits up to five
+    seconds for each answer; a terminal (or a test's pseudo-terminal) that does not
+    answer would hold treadle's start for ten seconds and show the queries as text.
+    The capabilities come from the terminfo entry that ``TERM`` names instead.
+    """
+    from blessed import Terminal
+    from blessed._capabilities import TermcapResponse
+
+    class QuietTerminal(Terminal):
+        def detect_term_program(self, timeout: float = 0.0, force: bool = False) -> bool:
+            self.term_program = True
+            self._term_program_probed = True
+            return True
+
+    return QuietTerminal(_xtgettcap_data=TermcapResponse(supported=False))
+
+
+def can_move_cursor() -> bool:
+    """Whether the terminal understands cursor controls (not ``TERM=dumb``)."""
+    return os.environ.get("TERM", "dumb") not in ("", "dumb", "unknown")
+
+
+class BlessedTerminal(Prompts):
+    """The full display on a terminal, and the person's keys and answers.
+
+    ``term`` is a blessed Terminal (default: stdout, without start-up queries).
+    ``input_fd`` is the keyboard (default: stdin when it is a terminal); without one,
+    nobody can answer and Esc cannot be read. ``now`` is the display's clock (real
+    time: it only moves the elapsed times on the screen).
+    """
+
+    def __init__(
+        self,
+        term: Any = None,
+        *,
+        resume_hint: str = "",
+        input_fd: int | None = -1,
+        now: Callable[[], float] = time.monotonic,
+        live: bool | None = None,
+        hard_exit: Callable[[int], None] = exit_now,
+    ) -> None:
+        self.term = term if term is not None else quiet_blessed_terminal()
+        if input_fd == -1:
+            input_fd = sys.stdin.fileno() if sys.stdin is not None and sys.stdin.isatty() else None
+        self.resume_hint = resume_hint
+        self.styles = Styles.of(self.term)
+        self._out = self.term.stream
+        self.screen = Screen(
+            self._out,
+            lambda: int(self.term.width),
+            lambda: int(self.term.height),
+            live=can_move_cursor() if live is None else live,
+        )
+        self.view = TurnView(self.styles)
+        self.can_answer = input_fd is not None
+        self.keyboard = (
+            Keyboard(self.term, input_fd, self.press, self._exit_at_once)
+            if input_fd is not None
+            else None
+        )
+        self._now = now
+        self._hard_exit = hard_exit
+        self._interrupt: Callable[[], None] | None = None
+        self._held_notes: list[str] = []
+        self._in_turn = False
+        self._holds = 0
+        self._ticker: asyncio.Task[None] | None = None
+        self._prompt: tuple[str, int] | None = None
+        self._ctrl_c_at: float | None = None
+        self._last_draw = 0.0
+        self._cursor_hidden = False
+        self._restore_registered = False
+        self._init_prompts()
+
+    # The Terminal port -------------------------------------------------------------
+
+    def show(self, event: TurnEvent) -> None:
+        if type(event) is AnswerDelta:  # the hot path: thousands of small pieces
+            if event.text and not event.agent:
+                self.view.activity = "writing the answer"
+                screen = self.screen
+                screen.write_text(_remove_controls("", event.text))
+                if not screen.live_rows and self._now() - self._last_draw >= REDRAW_AFTER_TEXT:
+                    self._draw(self._now())
+                screen.flush()
+            return
+        now = self._now()
+        if isinstance(event, TurnEnded) and not event.agent:
+            self._end_turn(event)
+            return
+        if isinstance(event, TurnStarted) and not event.agent:
+            self._begin_turn()
+            if event.task == self._submitted:  # the prompt line already shows it
+                self._submitted = ""
+                self._draw(now)
+                self.screen.flush()
+                return
+        lines = self.view.lines_for(event, now)
+        if isinstance(event, ContinuationRequested) and not event.agent:
+            # The answer goes on in the same row: the note waits for the answer's end.
+            self._held_notes.extend(lines)
+            lines = []
+        if isinstance(event, ResponseReceived) and not event.agent:
+            if event.stop_reason == "max_tokens":
+                self._draw(now)
+                self.screen.flush()
+                return
+            self.screen.end_row()
+            lines = self._held_notes + lines
+            self._held_notes = []
+        self.screen.write_lines(lines)
+        self._draw(now)
+        self.screen.flush()
+
+    def bind_interrupt(self, interrupt: Callable[[], None]) -> None:
+        self._interrupt = interrupt
+        self._begin_turn()
+
+    # The session around the turns -------------------------------------------------
+
+    def note(self, lines: list[str]) -> None:
+        """Dim lines of the session's own (a greeting, a hint)."""
+        self.screen.write_lines([self.styles.dim(printable(line)) for line in lines])
+        self._draw(self._now())
+        self.screen.flush()
+
+    def open_session(self) -> None:
+        """Keep reading keys between turns too, until :meth:`close` (an interactive session).
+
+        Without it the keyboard is read during a turn or a prompt only, and the
+        terminal is in its own mode in between, echoing what is typed.
+        """
+        self._hold()
+
+    def close(self) -> None:
+        """Stop reading keys and drawing, and leave the terminal as it was found."""
+        if self._ticker is not None:
+            self._ticker.cancel()
+            self._ticker = None
+        self._holds = 0
+        if self.keyboard is not None:
+            self.keyboard.release_all()
+        self.screen.hide_live()
+        self.screen.end_row()
+        if self._cursor_hidden:
+            self.screen.write_raw(SHOW_CURSOR)
+            self._cursor_hidden = False
+        self.screen.flush()
+
+    # Keys ------------------------------------------------------------------------------
+
+    def _stop_pressed(self, key: str) -> None:
+        if self._interrupt is None:
+            return
+        now = self._now()
+        if key == Key.CTRL_C:
+            if self._ctrl_c_at is not None and now - self._ctrl_c_at < SECOND_CTRL_C_WINDOW:
+                self._exit_at_once()
+                return
+            self._ctrl_c_at = now
+        self.view.stopping()
+        self._interrupt()
+        self._draw(now)
+        self.screen.flush()
+
+    def _exit_at_once(self) -> None:
+        """The second Ctrl-C: put the terminal back, then end the process."""
+        self.restore()
+        self._hard_exit(130)
+
+    def restore(self) -> None:
+        """Put the terminal's mode and cursor back; safe at exit and from the key thread."""
+        if self.keyboard is not None:
+            self.keyboard.restore_mode()
+        if self._cursor_hidden:
+            self._cursor_hidden = False
+            try:
+                os.write(self._out.fileno(), (SHOW_CURSOR + "\r\n").encode())
+            except (AttributeError, OSError, ValueError):
+                with contextlib.suppress(Exception):
+                    self._out.write(SHOW_CURSOR + "\n")
+                    self._out.flush()
+
+    # The turn's lifetime ---------------------------------------------------------------
+
+    def _begin_turn(self) -> None:
+        if self._in_turn:
+            return
+        self._in_turn = True
+        self._ctrl_c_at = None
+        self.view.begin(self._now())
+        if self.screen.live:
+            self.screen.write_raw(HIDE_CURSOR)
+            self._cursor_hidden = True
+        self._hold()
+        self.screen.flush()
+
+    def _end_turn(self, event: TurnEnded) -> None:
+        self._in_turn = False
+        self._interrupt = None
+        self.screen.end_row()
+        self.screen.write_lines(self._held_notes + self.view.ending_lines(event, self.resume_hint))
+        self._held_notes = []
+        self.screen.hide_live()
+        if self._cursor_hidden:
+            self.screen.write_raw(SHOW_CURSOR)
+            self._cursor_hidden = False
+        self.screen.flush()  # before the keyboard thread is joined: the outcome shows now
+        self._let_go()
+
+    def _hold(self) -> None:
+        """Start reading keys and ticking (nested: a prompt inside a turn)."""
+        self._holds += 1
+        if self._holds > 1:
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # shown outside a loop (a test): no keys, no tick
+            return
+        if not self._restore_registered:
+            atexit.register(self.restore)
+            self._restore_registered = True
+        if self.keyboard is not None:
+            self.keyboard.hold()
+        if self.screen.live:
+            self._ticker = loop.create_task(self._tick())
+
+    def _let_go(self) -> None:
+        if self._holds == 0:
+            return
+        self._holds -= 1
+        if self._holds:
+            return
+        if self._ticker is not None:
+            self._ticker.cancel()
+            self._ticker = None
+        if self.keyboard is not None:
+            self.keyboard.let_go()
+
+    async def _tick(self) -> None:
+        while True:
+            await asyncio.sleep(TICK)
+            self._draw(self._now())
+            self.screen.flush()
+
+    def _draw(self, now: float) -> None:
+        rows = self.view.live_rows(now, self.screen.width) if self._in_turn else []
+        cursor = None
+        if self._prompt is not None:
+            row, cursor = self._prompt
+            rows.append(row)
+        self.screen.draw_live(rows, cursor)
+        self._last_draw = now

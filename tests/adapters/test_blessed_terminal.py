@@ -1,0 +1,493 @@
+"""The blessed terminal's display, drawn into a string and read back as a screen."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import json
+
+import pytest
+from blessed import Terminal
+
+from tests.adapters.vt_emulator import VirtualScreen
+from treadle.adapters.blessed_terminal import BlessedTerminal
+from treadle.adapters.blessed_terminal.line_editor import Key
+from treadle.ports.conversation import ToolCall, Usage
+from treadle.ports.events import (
+    AnswerDelta,
+    ContinuationRequested,
+    PlanStep,
+    PlanUpdated,
+    RequestSent,
+    ResponseReceived,
+    RetryScheduled,
+    SubAgentProgress,
+    SubAgentStarted,
+    ToolFinished,
+    ToolStarted,
+    TurnEnded,
+    TurnOutcome,
+    TurnStarted,
+    UsageUpdated,
+)
+from treadle.ports.terminal import ApprovalRequest
+
+WIDTH, HEIGHT = 100, 20
+BASH = ToolCall("call_1", "bash", json.dumps({"command": "ls -la"}))
+SLEEP = ToolCall("call_2", "bash", json.dumps({"command": "sleep 30"}))
+
+
+class SizedTerminal(Terminal):
+    """blessed on a string, with a window size that does not depend on where tests run."""
+
+    columns = WIDTH
+
+    @property
+    def width(self) -> int:
+        return self.columns
+
+    @property
+    def height(self) -> int:
+        return HEIGHT
+
+
+class DisplayTime:
+    """The display's clock, moved by hand."""
+
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class Rig:
+    def __init__(self, *, no_color: bool = False, live: bool = True) -> None:
+        self.out = io.StringIO()
+        self.term = SizedTerminal(kind="xterm-256color", stream=self.out, force_styling=True)
+        self.time = DisplayTime()
+        self.exits: list[int] = []
+        self.terminal = BlessedTerminal(
+            self.term,
+            resume_hint=" — resume with: treadle --resume S1",
+            input_fd=None,
+            now=self.time,
+            live=live,
+            hard_exit=self.exits.append,
+        )
+        self.interrupts = 0
+
+    def interrupt(self) -> None:
+        self.interrupts += 1
+
+    def start(self, task: str = "fix the test") -> None:
+        self.terminal.bind_interrupt(self.interrupt)
+        self.terminal.show(TurnStarted(task))
+
+    def screen(self) -> VirtualScreen:
+        return VirtualScreen(WIDTH, HEIGHT).feed(self.out.getvalue())
+
+    @property
+    def lines(self) -> list[str]:
+        return self.screen().lines
+
+
+@pytest.fixture
+def rig(monkeypatch: pytest.MonkeyPatch) -> Rig:
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    return Rig()
+
+
+def ended(outcome: TurnOutcome, *, requests: int = 2, elapsed: float = 4.2) -> TurnEnded:
+    return TurnEnded(outcome, Usage(1200, 300), requests, elapsed)
+
+
+# The log ---------------------------------------------------------------------------
+
+
+def test_the_task_is_announced_in_bold(rig: Rig) -> None:
+    rig.start("fix the failing test")
+    assert rig.lines[0] == "Task: fix the failing test"
+    assert rig.term.bold("Task: ") in rig.out.getvalue()
+
+
+def test_the_answer_streams_onto_one_row_with_the_status_line_under_it(rig: Rig) -> None:
+    rig.start()
+    rig.terminal.show(RequestSent(1, 1, 8192, 1, "d"))
+    for piece in ("The ", "test ", "fails ", "because"):
+        rig.terminal.show(AnswerDelta(piece))
+        rig.time.now += 0.01
+    rig.terminal._draw(rig.time.now)  # the tick
+    rig.terminal.screen.flush()
+    screen = rig.screen()
+    assert screen.lines[1] == "The test fails because"
+    assert screen.lines[2].startswith("writing the answer · 1 request · 0 in / 0 out tokens")
+    assert screen.lines[2].endswith("· 0.0 s · Esc to stop")
+    assert screen.cursor_row == "The test fails because"  # the next piece lands here
+
+
+def test_answer_text_after_a_newline_pushes_the_status_line_down(rig: Rig) -> None:
+    rig.start()
+    rig.terminal.show(AnswerDelta("first line"))
+    rig.time.now += 1.0
+    rig.terminal.show(AnswerDelta(" ends\nsecond"))
+    assert rig.lines[1:3] == ["first line ends", "second"]
+    assert rig.lines[3].startswith("writing the answer")
+    assert len(rig.lines) == 4
+
+
+def test_answer_text_from_the_model_cannot_send_escape_codes(rig: Rig) -> None:
+    rig.start()
+    rig.terminal.show(AnswerDelta("\x1b]0;owned\x07\x1b[2Jhi\x9b31m\r\n"))
+    written = rig.out.getvalue()
+    assert "\x1b]" not in written and "\x1b[2J" not in written and "\x9b" not in written
+    assert rig.lines[1] == "]0;owned[2Jhi31m"
+
+
+def test_a_running_tool_shows_its_elapsed_time_then_one_line_with_its_status(rig: Rig) -> None:
+    rig.start()
+    rig.terminal.show(ToolStarted(BASH, "ls -la"))
+    rig.time.now += 2.5
+    rig.terminal._draw(rig.time.now)
+    rig.terminal.screen.flush()
+    live = rig.lines
+    assert live[1].endswith("bash ls -la · 2.5 s")
+    assert live[2].startswith("running bash")
+    rig.terminal.show(ToolFinished(BASH, "exit 0 · 2.50 s", False, 2.5))
+    assert rig.lines[1] == "✓ bash ls -la · exit 0 · 2.50 s"
+    assert rig.lines[2].startswith("running bash · 0 requests")  # the tool's live row is gone
+    assert len(rig.lines) == 3
+
+
+def test_a_long_command_is_shortened_to_one_row(rig: Rig) -> None:
+    rig.start()
+    command = "python -c 'print(1)'\n" + "x" * 200
+    rig.terminal.show(ToolStarted(BASH, command))
+    row = rig.lines[1]
+    assert len(row) <= WIDTH - 1 and "…" in row and row.endswith("· 0.0 s")
+
+
+def test_a_failed_tool_call_is_marked_and_a_plan_update_has_no_line_of_its_own(rig: Rig) -> None:
+    rig.start()
+    plan = ToolCall("p", "update_plan", "{}")
+    rig.terminal.show(ToolStarted(plan, "2 steps"))
+    rig.terminal.show(ToolFinished(plan, "plan", False, 0.0))
+    rig.terminal.show(ToolStarted(BASH, "make"))
+    rig.terminal.show(ToolFinished(BASH, "exit 2 · 0.40 s", True, 0.4))
+    assert rig.lines[1] == "✗ bash make · exit 2 · 0.40 s"
+
+
+def test_the_plan_is_shown_whole_then_only_its_progress(rig: Rig) -> None:
+    rig.start()
+    steps = ("Read the test", "Fix the code", "Run the tests")
+    first = PlanUpdated(
+        tuple(PlanStep(s, "in_progress" if i == 0 else "pending") for i, s in enumerate(steps))
+    )
+    rig.terminal.show(first)
+    rig.terminal.show(
+        PlanUpdated(
+            (PlanStep(steps[0], "completed"), PlanStep(steps[1], "in_progress"), PlanStep(steps[2]))
+        )
+    )
+    assert rig.lines[1:7] == [
+        "Plan · 0 of 3 done",
+        "  ▸ Read the test",
+        "  ○ Fix the code",
+        "  ○ Run the tests",
+        "✔ Read the test",
+        "▸ Fix the code",
+    ]
+
+
+def test_the_status_line_counts_requests_tokens_and_time(rig: Rig) -> None:
+    rig.start()
+    rig.terminal.show(UsageUpdated(Usage(900, 200), Usage(1200, 300), 2))
+    rig.time.now += 75
+    rig.terminal._draw(rig.time.now)
+    rig.terminal.screen.flush()
+    assert (
+        rig.lines[-1]
+        == "starting · 2 requests · 1,200 in / 300 out tokens · 1 m 15 s · Esc to stop"
+    )
+
+
+def test_a_retry_is_shown_with_its_reason_and_counts_down(rig: Rig) -> None:
+    rig.start()
+    rig.terminal.show(RetryScheduled(2, 3, 2.0, "503 Service Unavailable"))
+    assert rig.lines[1] == "↻ retrying in 2 s — 503 Service Unavailable, attempt 2 of 3"
+    rig.time.now += 1.2
+    rig.terminal._draw(rig.time.now)
+    rig.terminal.screen.flush()
+    assert rig.lines[2].startswith("retrying in 1 s — 503 Service Unavailable · 0 requests")
+    rig.terminal.show(RequestSent(2, 2, 8192, 1, "d"))
+    assert rig.lines[2].startswith("asking the model again (attempt 2)")
+
+
+def test_a_continuation_is_shown_as_it_happens_without_breaking_the_answer(rig: Rig) -> None:
+    rig.start()
+    rig.terminal.show(AnswerDelta("a long "))
+    rig.terminal.show(ResponseReceived(1, "a long ", (), Usage(), "max_tokens"))
+    rig.terminal.show(ContinuationRequested(1, 16384))
+    rig.terminal.show(RequestSent(2, 1, 16384, 1, "d", continuation=True))
+    assert rig.lines[2].startswith("continuing the answer")
+    rig.terminal.show(AnswerDelta("answer"))
+    rig.terminal.show(ResponseReceived(2, "answer", (), Usage(), "end_turn"))
+    assert rig.lines[1:3] == [
+        "a long answer",
+        "… answer cut by its token budget; continuing (1, 16384 tokens)",
+    ]
+
+
+def test_sub_agent_progress_is_shown_and_its_tools_only_while_they_run(rig: Rig) -> None:
+    rig.start()
+    rig.terminal.show(SubAgentStarted("agent-1", "survey sizes", 30, 600))
+    rig.terminal.show(ToolStarted(SLEEP, "sleep 30", agent="agent-1"))
+    assert any(line.endswith("[agent-1] bash sleep 30 · 0.0 s") for line in rig.lines)
+    rig.terminal.show(SubAgentProgress("agent-1", "running bash: sleep 30", 2, Usage(10, 5), 30.0))
+    rig.terminal.show(ToolFinished(SLEEP, "signal 9", True, 1.0, agent="agent-1"))
+    assert rig.lines[1] == "[agent-1] started: survey sizes (reports every 30 s, deadline 600 s)"
+    assert "[agent-1] running bash: sleep 30 · 2 requests · 15 tokens · 30.0 s" in rig.lines
+    assert not any("[agent-1] bash" in line for line in rig.lines)
+
+
+def test_the_turn_ends_with_its_totals_and_outcome_line(rig: Rig) -> None:
+    rig.start()
+    rig.terminal.show(AnswerDelta("Done."))
+    rig.terminal.show(ResponseReceived(1, "Done.", (), Usage(1200, 300), "end_turn"))
+    rig.terminal.show(ended(TurnOutcome.finished()))
+    screen = rig.screen()
+    assert screen.lines[-3:] == [
+        "Done.",
+        "2 requests · 1,200 in / 300 out tokens · 4.2 s",
+        "Turn finished",
+    ]
+    assert screen.cursor_visible and screen.cursor_row == ""
+
+
+def test_a_paused_turn_names_the_interrupted_tool_and_how_to_resume(rig: Rig) -> None:
+    rig.start()
+    rig.terminal.show(ToolStarted(SLEEP, "sleep 30"))
+    rig.terminal.show(ended(TurnOutcome.paused()))
+    assert rig.lines[-3:] == [
+        "✗ bash sleep 30 · interrupted",
+        "2 requests · 1,200 in / 300 out tokens · 4.2 s",
+        "Turn paused — resume with: treadle --resume S1",
+    ]
+
+
+def test_no_color_keeps_the_live_rows_but_drops_every_colour(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("NO_COLOR", "1")
+    rig = Rig()
+    rig.start()
+    rig.terminal.show(ToolStarted(BASH, "ls -la"))
+    rig.terminal.show(ToolFinished(BASH, "exit 0 · 0.01 s", False, 0.01))
+    rig.terminal.show(ended(TurnOutcome.failed("HttpError", "500")))
+    written = rig.out.getvalue()
+    assert "\x1b[" in written  # the cursor still moves: the live rows are redrawn in place
+    assert not any(sgr in written for sgr in ("\x1b[1m", "\x1b[2m", "\x1b[3", "\x1b[m"))
+    assert rig.lines[-1] == "Turn failed: HttpError: 500"
+
+
+def test_a_terminal_that_cannot_move_its_cursor_gets_the_log_without_escape_codes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("NO_COLOR", "1")
+    rig = Rig(live=False)
+    rig.start()
+    rig.terminal.show(AnswerDelta("hi"))
+    rig.terminal.show(ToolStarted(BASH, "ls"))
+    rig.terminal.show(ToolFinished(BASH, "exit 0 · 0.01 s", False, 0.01))
+    rig.terminal.show(ended(TurnOutcome.finished()))
+    assert "\x1b" not in rig.out.getvalue()
+    assert rig.out.getvalue().splitlines()[-2:] == [
+        "2 requests · 1,200 in / 300 out tokens · 4.2 s",
+        "Turn finished",
+    ]
+
+
+async def test_without_cursor_controls_the_prompt_is_redrawn_with_carriage_returns(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("NO_COLOR", "1")
+    rig = Rig(live=False)
+    reading = asyncio.create_task(rig.terminal.read_task())
+    await asyncio.sleep(0)
+    for key in ("l", "s", "x", Key.BACKSPACE, Key.LEFT):
+        rig.terminal.press(key)
+    await asyncio.sleep(0)
+    screen = rig.screen()
+    assert (screen.cursor_row, screen.x) == ("› ls", 3)
+    rig.terminal.press(Key.ENTER)
+    assert await asyncio.wait_for(reading, 1) == "ls"
+    assert "\x1b" not in rig.out.getvalue()
+    assert rig.lines == ["› ls"]
+
+
+def test_a_narrower_window_is_followed(rig: Rig) -> None:
+    rig.start()
+    rig.terminal.show(ToolStarted(BASH, "ls -la " + "y" * 120))
+    rig.term.columns = 40
+    rig.terminal._draw(rig.time.now)
+    rig.terminal.screen.flush()
+    rows = rig.lines
+    assert len(rows[1]) <= 39 and rows[1].endswith("· 0.0 s")
+    assert rows[2] == "0 requests · 0 in / 0 out tokens · 0.0…"
+    assert len(rows) == 3  # the wider rows drawn before were cleared
+
+
+def test_the_status_line_gives_up_the_hint_then_the_activity_when_narrow() -> None:
+    from treadle.adapters.blessed_terminal.display import status_line
+
+    counts = "2 requests · 10 in / 5 out tokens · 1.0 s"
+    activity = "waiting for the model"
+    assert status_line(activity, counts, 100) == f"{activity} · {counts} · Esc to stop"
+    assert status_line(activity, counts, 67) == f"{activity} · {counts}"
+    assert status_line(activity, counts, 60) == f"waiting for the… · {counts}"
+    assert status_line(activity, counts, 30) == counts[:29] + "…"
+
+
+# Keys ------------------------------------------------------------------------------
+
+
+def test_esc_calls_the_bound_interrupt_and_says_it_is_stopping(rig: Rig) -> None:
+    rig.start()
+    rig.terminal.press(Key.ESC)
+    assert rig.interrupts == 1
+    assert rig.lines[-1].startswith("stopping…")
+
+
+def test_a_second_ctrl_c_within_two_seconds_exits_at_once(rig: Rig) -> None:
+    rig.start()
+    rig.terminal.press(Key.CTRL_C)
+    rig.time.now += 1.0
+    rig.terminal.press(Key.CTRL_C)
+    assert rig.interrupts == 1 and rig.exits == [130]
+
+
+def test_ctrl_c_seconds_apart_only_stops(rig: Rig) -> None:
+    rig.start()
+    rig.terminal.press(Key.CTRL_C)
+    rig.time.now += 3.0
+    rig.terminal.press(Key.CTRL_C)
+    assert rig.interrupts == 2 and rig.exits == []
+
+
+def test_esc_between_turns_does_nothing(rig: Rig) -> None:
+    rig.start()
+    rig.terminal.show(ended(TurnOutcome.finished()))
+    rig.terminal.press(Key.ESC)
+    assert rig.interrupts == 0
+
+
+async def test_an_approval_is_answered_with_one_key(rig: Rig) -> None:
+    rig.terminal.can_answer = True
+    rig.start()
+    request = ApprovalRequest("bash", "rm -rf build", "rm")
+    asking = asyncio.create_task(rig.terminal.ask_approval(request))
+    await asyncio.sleep(0)
+    assert rig.screen().cursor_row.startswith("[y]es · [n]o · [a]lways allow “rm” ›")
+    rig.terminal.press("x")  # not an answer
+    rig.terminal.press("a")
+    assert await asyncio.wait_for(asking, 1) == "always"
+    assert "? Allow bash: rm -rf build" in rig.lines
+    assert "  → always" in rig.lines
+
+
+async def test_esc_at_an_approval_stops_the_turn(rig: Rig) -> None:
+    rig.terminal.can_answer = True
+    rig.start()
+    asking = asyncio.create_task(rig.terminal.ask_approval(ApprovalRequest("bash", "rm x", "rm")))
+    await asyncio.sleep(0)
+    rig.terminal.press(Key.ESC)
+    await asyncio.sleep(0)
+    assert rig.interrupts == 1 and not asking.done()
+    asking.cancel()  # what the domain does when the stop wins
+    with pytest.raises(asyncio.CancelledError):
+        await asking
+    assert not rig.screen().cursor_row.startswith("[y]es")
+
+
+async def test_without_a_keyboard_nobody_answers(rig: Rig) -> None:
+    assert await rig.terminal.ask_approval(ApprovalRequest("bash", "rm x", "rm")) is None
+    assert await rig.terminal.ask_question("Which branch?") is None
+
+
+async def test_a_question_is_answered_with_a_line(rig: Rig) -> None:
+    rig.terminal.can_answer = True
+    rig.start()
+    asking = asyncio.create_task(rig.terminal.ask_question("Which branch?"))
+    await asyncio.sleep(0)
+    for key in ("m", "a", "i", "x", Key.BACKSPACE, "n", Key.ENTER):
+        rig.terminal.press(key)
+    assert await asyncio.wait_for(asking, 1) == "main"
+    assert "? Which branch?" in rig.lines and "answer › main" in rig.lines
+
+
+async def test_ctrl_d_at_a_question_leaves_it_unanswered(rig: Rig) -> None:
+    rig.terminal.can_answer = True
+    rig.start()
+    asking = asyncio.create_task(rig.terminal.ask_question("Which branch?"))
+    await asyncio.sleep(0)
+    rig.terminal.press(Key.CTRL_D)
+    assert await asyncio.wait_for(asking, 1) is None
+
+
+async def test_the_task_prompt_keeps_a_history_and_keys_typed_during_a_turn(rig: Rig) -> None:
+    reading = asyncio.create_task(rig.terminal.read_task())
+    await asyncio.sleep(0)
+    for key in "ls":
+        rig.terminal.press(key)
+    rig.terminal.press(Key.ENTER)
+    assert await reading == "ls"
+    rig.start("ls")
+    rig.terminal.press("n")  # typed ahead while the turn runs
+    rig.terminal.show(ended(TurnOutcome.finished()))
+    reading = asyncio.create_task(rig.terminal.read_task())
+    await asyncio.sleep(0)
+    assert rig.screen().cursor_row == "› n"
+    rig.terminal.press(Key.UP)
+    rig.terminal.press(Key.ENTER)
+    assert await reading == "ls"
+    assert rig.lines.count("› ls") == 2
+    assert "Task: ls" not in rig.lines  # the prompt line already shows the task
+
+
+async def test_ctrl_c_twice_on_an_empty_prompt_or_ctrl_d_leaves(rig: Rig) -> None:
+    reading = asyncio.create_task(rig.terminal.read_task())
+    await asyncio.sleep(0)
+    rig.terminal.press("x")
+    rig.terminal.press(Key.CTRL_C)  # clears the line
+    rig.terminal.press(Key.CTRL_C)  # a hint
+    await asyncio.sleep(0)
+    assert "(Ctrl-C again or Ctrl-D to leave)" in rig.lines
+    rig.terminal.press(Key.CTRL_C)
+    assert await asyncio.wait_for(reading, 1) is None
+    reading = asyncio.create_task(rig.terminal.read_task())
+    await asyncio.sleep(0)
+    rig.terminal.press(Key.CTRL_D)
+    assert await asyncio.wait_for(reading, 1) is None
+
+
+async def test_stopping_the_prompt_ends_it(rig: Rig) -> None:
+    reading = asyncio.create_task(rig.terminal.read_task())
+    await asyncio.sleep(0)
+    rig.terminal.stop_prompt()
+    assert await asyncio.wait_for(reading, 1) is None
+
+
+async def test_a_turn_ticks_its_live_rows_and_stops_ticking_when_it_ends(rig: Rig) -> None:
+    rig.start()
+    rig.terminal.show(ToolStarted(SLEEP, "sleep 30"))
+    rig.time.now += 0.7
+    for _ in range(200):  # the redraw task runs on real time: wait for its next tick
+        if rig.lines[1].endswith("bash sleep 30 · 0.7 s"):
+            break
+        await asyncio.sleep(0.01)
+    assert rig.lines[1].endswith("bash sleep 30 · 0.7 s")
+    ticker = rig.terminal._ticker
+    assert ticker is not None
+    rig.terminal.show(ended(TurnOutcome.paused()))
+    await asyncio.sleep(0)
+    assert ticker.cancelled() and rig.terminal._ticker is None

@@ -1,0 +1,88 @@
+"""The headless terminals: plain lines and JSON lines, never an escape code."""
+
+from __future__ import annotations
+
+import io
+import json
+
+from treadle.adapters.plain_terminal import JsonLinesTerminal, PlainTerminal, printable
+from treadle.ports.conversation import Message, ToolCall, Usage
+from treadle.ports.events import (
+    AnswerDelta,
+    MessageAdded,
+    RetryScheduled,
+    ToolFinished,
+    ToolStarted,
+    TurnEnded,
+    TurnOutcome,
+    TurnStarted,
+)
+
+HOSTILE = "\x1b]0;owned\x07\x1b[31mred\x9b2J\r"
+CALL = ToolCall("c1", "bash", '{"command": "ls"}')
+
+
+def a_turn(terminal: PlainTerminal) -> None:
+    terminal.show(TurnStarted("task " + HOSTILE))
+    terminal.show(MessageAdded(Message.user("task")))
+    terminal.show(AnswerDelta("Looking " + HOSTILE))
+    terminal.show(ToolStarted(CALL, "ls " + HOSTILE))
+    terminal.show(ToolFinished(CALL, "exit 0 · 0.01 s", False, 0.01))
+    terminal.show(RetryScheduled(2, 3, 2.0, "503 Service Unavailable"))
+    terminal.show(TurnEnded(TurnOutcome.paused(), Usage(10, 5), 2, 1.5))
+
+
+def test_plain_lines_carry_no_escape_code_whatever_the_model_writes() -> None:
+    out = io.StringIO()
+    a_turn(PlainTerminal(out, resume_hint=" — resume with: treadle --resume S1"))
+    text = out.getvalue()
+    assert "\x1b" not in text and "\x9b" not in text and "\x07" not in text and "\r" not in text
+    assert text.splitlines() == [
+        "Task: task ]0;owned[31mred2J",
+        "Looking ]0;owned[31mred2J",
+        "→ bash: ls ]0;owned[31mred2J",
+        "  ✓ exit 0 · 0.01 s",
+        "retrying in 2 s — 503 Service Unavailable, attempt 2 of 3",
+        "2 requests · 10 in / 5 out tokens · 1.5 s",
+        "Turn paused — resume with: treadle --resume S1",
+    ]
+
+
+def test_json_lines_skip_messages_and_end_with_the_outcome() -> None:
+    out = io.StringIO()
+    a_turn(JsonLinesTerminal(out, resume_hint=" — resume with: treadle --resume S1"))
+    records = [json.loads(line) for line in out.getvalue().splitlines()]
+    assert "message_added" not in [r["type"] for r in records]
+    assert records[0] == {"type": "turn_started", "task": "task " + HOSTILE, "agent": ""}
+    assert records[-1]["type"] == "turn_ended"
+    assert records[-1]["exit_code"] == 130 and records[-1]["line"] == "Turn paused"
+    assert records[-1]["resume_hint"] == "resume with: treadle --resume S1"
+
+
+def test_json_lines_escape_every_control_character() -> None:
+    out = io.StringIO()
+    a_turn(JsonLinesTerminal(out))
+    raw = out.getvalue()
+    assert "\x1b" not in raw and "\x9b" not in raw and "\x07" not in raw and "\r" not in raw
+    assert "\\u001b" in raw and "\\u009b" in raw
+
+
+def test_printable_keeps_tabs_newlines_and_unicode() -> None:
+    assert printable("a\tb\nc — ✓ 漢\x00\x7f") == "a\tb\nc — ✓ 漢"
+
+
+def test_a_continued_answer_reads_as_one_line_with_the_note_after_it() -> None:
+    from treadle.ports.events import AnswerDelta, ContinuationRequested
+
+    out = io.StringIO()
+    terminal = PlainTerminal(out)
+    terminal.show(AnswerDelta("The quick brown "))
+    terminal.show(ContinuationRequested(1, 16384))
+    terminal.show(AnswerDelta("fox."))
+    terminal.show(TurnEnded(TurnOutcome.finished(), Usage(1, 2), 2, 0.5))
+    assert out.getvalue().splitlines() == [
+        "The quick brown fox.",
+        "… answer cut by its token budget; continuing (1, 16384 tokens)",
+        "2 requests · 1 in / 2 out tokens · 0.5 s",
+        "Turn finished",
+    ]

@@ -1,0 +1,119 @@
+"""Headless runs: ``--json`` writes one JSON event per line, and a signal pauses the turn
+(exit 130) with every process it started cleaned up."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+SLEEP_COMMAND = "sleep 30 & echo $! > sleep.pid; wait"
+
+
+def environment(folder: Path) -> dict[str, str]:
+    return {
+        **os.environ,
+        "PYTHONPATH": str(ROOT),
+        "TREADLE_STATE_DIR": str(folder / "state"),
+        "TREADLE_CONFIG_DIR": str(folder / "config"),
+    }
+
+
+def write_script(folder: Path, *responses: dict[str, object]) -> Path:
+    script = folder / "script.json"
+    script.write_text(json.dumps({"responses": list(responses)}), encoding="utf-8")
+    return script
+
+
+def start(folder: Path, script: Path, *flags: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "treadle", "--model", f"script:{script}", *flags, "the task"],
+        cwd=folder,
+        env=environment(folder),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def test_every_line_is_one_json_event_and_the_last_is_the_outcome(tmp_path: Path) -> None:
+    script = write_script(
+        tmp_path,
+        {
+            "text": ["Listing ", "\x1b[31mfiles\n"],
+            "tool_calls": [{"name": "bash", "arguments": {"command": "echo hi > hi.txt"}}],
+            "usage": {"input_tokens": 50, "output_tokens": 7},
+        },
+        {"text": "Done.", "usage": {"input_tokens": 80, "output_tokens": 2}},
+    )
+    process = start(tmp_path, script, "--json")
+    out, err = process.communicate(timeout=60)
+    assert process.returncode == 0, err
+    assert "\x1b" not in out
+    records = [json.loads(line) for line in out.splitlines()]
+    kinds = [record["type"] for record in records]
+    assert kinds[0] == "turn_started" and "message_added" not in kinds
+    for kind in ("request_sent", "answer_delta", "tool_started", "tool_finished", "usage_updated"):
+        assert kind in kinds, kind
+    assert records[-1] == {
+        **records[-1],
+        "type": "turn_ended",
+        "exit_code": 0,
+        "line": "Turn finished",
+    }
+    assert records[-1]["usage"] == {"input_tokens": 130, "output_tokens": 9}
+    assert (tmp_path / "hi.txt").read_text() == "hi\n"
+
+
+def wait_for_pid(folder: Path) -> int:
+    pid_file = folder / "sleep.pid"
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        text = pid_file.read_text().strip() if pid_file.exists() else ""
+        if text:
+            return int(text)
+        time.sleep(0.02)
+    raise AssertionError("the command never started")
+
+
+def is_running(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("signum", "flag"),
+    [(signal.SIGTERM, "--json"), (signal.SIGINT, "--json"), (signal.SIGTERM, "--print")],
+)
+def test_a_signal_pauses_a_headless_turn_and_kills_its_command(
+    tmp_path: Path, signum: int, flag: str
+) -> None:
+    script = write_script(
+        tmp_path, {"tool_calls": [{"name": "bash", "arguments": {"command": SLEEP_COMMAND}}]}
+    )
+    process = start(tmp_path, script, flag, "--approval", "auto")
+    pid = wait_for_pid(tmp_path)
+    process.send_signal(signum)
+    out, err = process.communicate(timeout=10)
+    assert process.returncode == 130, err
+    if flag == "--json":
+        last = json.loads(out.splitlines()[-1])
+        assert (last["type"], last["exit_code"], last["line"]) == ("turn_ended", 130, "Turn paused")
+    else:
+        assert out.splitlines()[-1].startswith("Turn paused — resume with: treadle --resume ")
+    deadline = time.monotonic() + 2
+    while is_running(pid) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert not is_running(pid), f"sleep {pid} is still running"
