@@ -39,6 +39,31 @@ _TWO_WORD_PROGRAMS = frozenset(
         "python3",
     }
 )
+# Programs that run another command: allowing them "always" would allow anything.
+_WRAPPERS = frozenset(
+    {
+        "env",
+        "sudo",
+        "doas",
+        "bash",
+        "sh",
+        "zsh",
+        "dash",
+        "eval",
+        "exec",
+        "xargs",
+        "nohup",
+        "timeout",
+        "time",
+        "nice",
+        "command",
+        "builtin",
+        "watch",
+        "ssh",
+        "su",
+        "setsid",
+    }
+)
 # A command that chains or redirects can do more than its first words say.
 _SHELL_CONTROL = re.compile(r"[;&|`<>\n]|\$\(")
 
@@ -59,16 +84,22 @@ class Deny:
 
 
 def command_prefix(command: str) -> str:
-    """The words an "always for this command prefix" answer would allow."""
+    """The words an "always for this command prefix" answer would allow.
+
+    Empty when no prefix is safe to allow: a program that runs other commands
+    (``env``, ``sudo``, ``bash -c``…) or an option before git's subcommand.
+    """
     first = _SHELL_CONTROL.split(command, maxsplit=1)[0]
     try:
         words = shlex.split(first)
     except ValueError:
         words = first.split()
-    if not words:
+    if not words or words[0] in _WRAPPERS or "=" in words[0]:
         return ""
-    if words[0] in _TWO_WORD_PROGRAMS and len(words) > 1 and not words[1].startswith("-"):
-        return " ".join(words[:2])
+    if words[0] in _TWO_WORD_PROGRAMS:
+        if len(words) > 1 and not words[1].startswith("-"):
+            return " ".join(words[:2])
+        return ""
     return words[0]
 
 

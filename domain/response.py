@@ -54,6 +54,16 @@ class Answer:
 
 
 @dataclass(slots=True)
+class _Reply:
+    """Where one answer stands: the text shown so far, its budget, which attempt."""
+
+    max_tokens: int
+    shown: str = ""
+    continuations: int = 0
+    attempt: int = 1
+
+
+@dataclass(slots=True)
 class _Attempt:
     """What one streamed attempt produced so far (kept when it is stopped midway)."""
 
@@ -95,70 +105,41 @@ class Responder:
     on_usage: Callable[[Usage], None] = lambda usage: None
 
     async def respond(
-        self, history: History, tools: Sequence[ToolSpec], stop: StopSignal
+        self,
+        history: History,
+        tools: Sequence[ToolSpec],
+        stop: StopSignal,
+        *,
+        tools_allowed: bool = True,
     ) -> Answer | TurnOutcome:
         """One answer, or how the turn ends: failed, blocked or paused.
 
         Text already shown is never shown again: a failure after it ends the turn,
         and a continuation only adds what comes next.
         """
-        shown = ""
-        max_tokens = self.settings.budget.initial
-        continuations = 0
-        attempt = 1
+        reply = _Reply(max_tokens=self.settings.budget.initial)
         while True:
             request = ModelRequest(
                 system=self.settings.system_prompt,
                 messages=history.messages,
                 tools=tools,
-                max_tokens=max_tokens,
-                continuation=shown,
-                attempt=attempt,
+                max_tokens=reply.max_tokens,
+                continuation=reply.shown,
+                attempt=reply.attempt,
+                tools_allowed=tools_allowed,
             )
-            self.requests += 1
-            self.doing = f"waiting for the model (request {self.requests})"
-            self.emit(
-                RequestSent(
-                    self.requests,
-                    attempt,
-                    max_tokens,
-                    len(history),
-                    history.digest,
-                    bool(shown),
-                    self.agent,
-                )
-            )
+            self._announce(request, history)
             current = _Attempt()
             raced = await stop.race(self._stream(request, current))
             self._count(current.usage)
             if raced is STOPPED:
-                _keep_partial(history, shown + current.text, current.calls)
+                _keep_partial(history, reply.shown + current.text, current.calls)
                 return TurnOutcome.paused()
             if current.error is not None:
-                error = current.error
-                self.emit(RequestFailed(self.requests, attempt, error.describe(), self.agent))
-                decision = decide_retry(
-                    self.settings.retry,
-                    error,
-                    attempt=attempt,
-                    text_shown=bool(shown or current.text),
-                )
-                if isinstance(decision, GiveUp):
-                    _keep_partial(history, shown + current.text, ())
-                    return failure_outcome(error)
-                self.emit(
-                    RetryScheduled(
-                        decision.attempt,
-                        self.settings.retry.attempts,
-                        decision.pause,
-                        error.describe(),
-                        self.agent,
-                    )
-                )
-                self.doing = f"retrying in {decision.pause:g} s"
-                if await stop.race(self.clock.sleep(decision.pause)) is STOPPED:
-                    return TurnOutcome.paused()
-                attempt = decision.attempt
+                ending = await self._after_failure(current.error, reply, current.text, stop)
+                if ending is not None:
+                    _keep_partial(history, reply.shown + current.text, ())
+                    return ending
                 continue
             assert current.end is not None
             self.emit(
@@ -172,16 +153,65 @@ class Responder:
                 )
             )
             if current.end.stop_reason != "max_tokens":
-                return Answer(shown + current.text, tuple(current.calls))
+                return Answer(reply.shown + current.text, tuple(current.calls))
             # Cut by the budget: whatever calls it held may be cut too, so none runs;
             # the model goes on from the text already shown.
-            shown += current.text
-            step = continue_truncated(self.settings.budget, current=max_tokens, done=continuations)
-            if isinstance(step, ResponseTruncated):
-                _keep_partial(history, shown, ())
-                return TurnOutcome.failed("ResponseTruncated", step.describe())
-            max_tokens, continuations, attempt = step.max_tokens, step.continuation, 1
-            self.emit(ContinuationRequested(continuations, max_tokens, self.agent))
+            reply.shown += current.text
+            truncated = self._after_cut(reply)
+            if truncated is not None:
+                _keep_partial(history, reply.shown, ())
+                return truncated
+
+    def _announce(self, request: ModelRequest, history: History) -> None:
+        self.requests += 1
+        self.doing = f"waiting for the model (request {self.requests})"
+        self.emit(
+            RequestSent(
+                self.requests,
+                request.attempt,
+                request.max_tokens,
+                len(history),
+                history.digest,
+                bool(request.continuation),
+                self.agent,
+            )
+        )
+
+    async def _after_failure(
+        self, error: ModelError, reply: _Reply, text: str, stop: StopSignal
+    ) -> TurnOutcome | None:
+        """Wait for the retry the schedule allows (None), or say how the turn ends."""
+        self.emit(RequestFailed(self.requests, reply.attempt, error.describe(), self.agent))
+        decision = decide_retry(
+            self.settings.retry, error, attempt=reply.attempt, text_shown=bool(reply.shown or text)
+        )
+        if isinstance(decision, GiveUp):
+            return failure_outcome(error)
+        self.emit(
+            RetryScheduled(
+                decision.attempt,
+                self.settings.retry.attempts,
+                decision.pause,
+                error.describe(),
+                self.agent,
+            )
+        )
+        self.doing = f"retrying in {decision.pause:g} s"
+        if await stop.race(self.clock.sleep(decision.pause)) is STOPPED:
+            return TurnOutcome.paused()
+        reply.attempt = decision.attempt
+        return None
+
+    def _after_cut(self, reply: _Reply) -> TurnOutcome | None:
+        """Grow the budget for a continuation (None), or fail as ResponseTruncated."""
+        step = continue_truncated(
+            self.settings.budget, current=reply.max_tokens, done=reply.continuations
+        )
+        if isinstance(step, ResponseTruncated):
+            return TurnOutcome.failed("ResponseTruncated", step.describe())
+        reply.max_tokens, reply.continuations, reply.attempt = step.max_tokens, step.continuation, 1
+        self.emit(ContinuationRequested(reply.continuations, reply.max_tokens, self.agent))
+        return None
 
     async def _stream(self, request: ModelRequest, attempt: _Attempt) -> None:
         stream = self.model.stream(request)

@@ -19,7 +19,8 @@ from treadle.domain.builtin_tools import AskTool, BashTool, UpdatePlanTool
 from treadle.domain.history import INTERRUPTED_RESULT, History, close_unanswered
 from treadle.domain.response import Answer, Responder
 from treadle.domain.settings import TurnSettings
-from treadle.domain.stop import STOPPED, StopSignal
+from treadle.domain.stop import STOPPED, Stopped, StopSignal
+from treadle.domain.subagent import AgentTool
 from treadle.ports.clock import Clock
 from treadle.ports.conversation import Message, ToolCall, Usage
 from treadle.ports.events import (
@@ -73,18 +74,16 @@ class Agent:
         history: History | None = None,
         subagents: bool = True,
     ) -> None:
-        from treadle.domain.subagent import AgentTool
-
         self.ports = ports
         self.settings = settings or TurnSettings()
         self.name = name
-        self.history = history or History()
+        self.history = history if history is not None else History()
         self.history.listener = lambda message: self.emit(MessageAdded(message, name))
         self.base_tools = list(core_tools() if tools is None else tools)
-        self._tools = list(self.base_tools)
+        self.tools = {tool.spec.name: tool for tool in self.base_tools}
         if subagents:
-            self._tools.append(AgentTool(self))
-        self.tools = {tool.spec.name: tool for tool in self._tools}
+            self.tools["agent"] = AgentTool(self, self._spawn)
+        self.current_stop: StopSignal | None = None
         self._allowed = set(self.settings.allowed_prefixes)
         self.responder = Responder(
             ports.model, ports.clock, self.settings, self.emit, name, on_usage=self.add_usage
@@ -109,6 +108,10 @@ class Agent:
     def doing(self) -> str:
         return self.responder.doing
 
+    def _spawn(self, name: str) -> Agent:
+        """A sub-agent with this agent's ports, settings and tools."""
+        return Agent(self.ports, self.settings, self.base_tools, name=name)
+
     def add_usage(self, usage: Usage) -> None:
         """Tokens spent on this agent's behalf (by a sub-agent) count in its turn."""
         self.usage += usage
@@ -125,6 +128,7 @@ class Agent:
         ends it as paused. The history stays sendable whatever happens.
         """
         stop = stop or StopSignal()
+        self.current_stop = stop
         if not self.name:  # the main agent owns the terminal's Esc and Ctrl-C
             self.ports.terminal.bind_interrupt(lambda: stop.set("interrupted"))
         started = self.ports.clock.now()
@@ -141,8 +145,9 @@ class Agent:
             self._end(TurnOutcome.paused(), started)
             raise
         except Exception as bug:  # a bug must still end the turn with a line and a record
-            close_unanswered(self.history)
             outcome = TurnOutcome.failed("InternalError", f"{type(bug).__name__}: {bug}")
+        # However it ended, the conversation is ready for the next request.
+        close_unanswered(self.history)
         self._end(outcome, started)
         return outcome
 
@@ -151,7 +156,7 @@ class Agent:
         self.emit(TurnEnded(outcome, self.usage, self.requests, elapsed, self.name))
 
     async def _loop(self, stop: StopSignal) -> TurnOutcome:
-        specs = [tool.spec for tool in self._tools]
+        specs = [tool.spec for tool in self.tools.values()]
         while True:
             answer = await self.responder.respond(self.history, specs, stop)
             if isinstance(answer, TurnOutcome):
@@ -164,9 +169,15 @@ class Agent:
                 return ended
 
     async def answer_without_tools(self, task: str, stop: StopSignal) -> Answer | TurnOutcome:
-        """One answer to ``task`` with no tools offered (a sub-agent's final report)."""
+        """One answer to ``task`` that may call no tool (a sub-agent's final report).
+
+        The tools are still described: a history that holds tool calls needs them.
+        A call the model makes anyway is dropped; only its text is kept.
+        """
+        close_unanswered(self.history)
         self.history.append(Message.user(task))
-        answer = await self.responder.respond(self.history, [], stop)
+        specs = [tool.spec for tool in self.tools.values()]
+        answer = await self.responder.respond(self.history, specs, stop, tools_allowed=False)
         if isinstance(answer, Answer):
             self.history.append(Message.assistant(answer.text))
         return answer
@@ -178,7 +189,12 @@ class Agent:
         results: dict[str, ToolOutcome] = {}
         ended: TurnOutcome | None = None
         for batch in _batches(answer.tool_calls, self.tools):
-            raced = await stop.race(self._run_batch(batch, results))
+            if batch[0].name == "agent":
+                # Sub-agents hear the stop themselves, end at once and still report.
+                await self._run_batch(batch, results)
+                raced: Stopped | None = STOPPED if stop.is_set else None
+            else:
+                raced = await stop.race(self._run_batch(batch, results))
             if raced is STOPPED:
                 ended = TurnOutcome.paused()
                 break
@@ -214,9 +230,10 @@ class Agent:
             request = ApprovalRequest(call.name, summary, decision.prefix)
             reply = await self.ports.terminal.ask_approval(request)
             if reply is None:
-                return EndTurn(
-                    TurnOutcome.blocked(f"approval needed to run {call.name}: {summary}")
-                )
+                needed = f"approval needed to run {call.name}: {summary}"
+                self.emit(ToolStarted(call, summary, self.name))
+                self.emit(ToolFinished(call, "blocked", True, 0.0, self.name))
+                return EndTurn(TurnOutcome.blocked(needed), f"Not run: {needed}.")
             if reply == "no":
                 return self._refuse(call, "the user declined this call")
             if reply == "always":
@@ -270,15 +287,22 @@ def _result_message(call: ToolCall, outcome: ToolOutcome | None) -> Message:
 
 
 def _batches(calls: Sequence[ToolCall], tools: dict[str, Tool]) -> list[list[ToolCall]]:
-    """Group neighbouring calls that may run side by side: reads and sub-agents."""
+    """Group neighbouring calls that may run side by side: reads with reads, sub-agents
+    with sub-agents; every other call runs alone, in order."""
     batches: list[list[ToolCall]] = []
-    previous_parallel = False
+    previous = ""
     for call in calls:
         tool = tools.get(call.name)
-        parallel = tool is not None and (tool.access == "read" or call.name == "agent")
-        if parallel and previous_parallel:
+        kind = (
+            "agent"
+            if isinstance(tool, AgentTool)
+            else "read"
+            if tool is not None and tool.access == "read"
+            else ""
+        )
+        if kind and kind == previous:
             batches[-1].append(call)
         else:
             batches.append([call])
-        previous_parallel = parallel
+        previous = kind
     return batches

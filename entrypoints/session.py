@@ -14,7 +14,8 @@ from pathlib import Path
 from treadle.domain.resume import RESUME_MESSAGE
 from treadle.domain.stop import StopSignal
 from treadle.entrypoints.config import AppConfig, ConfigError, load_config
-from treadle.ports.events import TurnOutcome
+from treadle.ports.conversation import Usage
+from treadle.ports.events import TurnEnded, TurnOutcome
 
 SECOND_INTERRUPT_WINDOW = 2.0
 
@@ -111,12 +112,12 @@ async def _one_turn(app: AppConfig, task: str, mode: str, session_dir: str, sess
     container.resume_hint.override(
         providers.Object(f" — resume with: treadle --resume {session_id}")
     )
-    terminal = container.terminal()
     try:
         agent = container.agent()
     except ModelNotConfigured as error:
+        # Shown as any turn's end would be: a line, or the last JSON event.
         outcome = TurnOutcome.blocked(str(error))
-        print(outcome.screen_line)
+        container.screen().show(TurnEnded(outcome, Usage(), 0, 0.0))
         return outcome.exit_code
     except TranscriptDamaged as error:
         print(f"treadle: cannot continue session {session_id}: {error}", file=sys.stderr)
@@ -127,7 +128,6 @@ async def _one_turn(app: AppConfig, task: str, mode: str, session_dir: str, sess
     transcript = container.transcript()
     if transcript is not None:
         transcript.close()
-    del terminal
     return outcome.exit_code
 
 

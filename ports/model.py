@@ -38,6 +38,8 @@ class ModelRequest:
     response that hit its token budget; the adapter asks the model to go on from
     exactly there (an Anthropic prefill, or the partial answer plus a request to
     continue). ``attempt`` counts from 1; every attempt goes out on a new connection.
+    ``tools_allowed`` False still describes the tools (a history with tool calls needs
+    them) but asks for an answer without calling any (a sub-agent's final report).
     ``messages`` is a view of the live history, valid while the request is made:
     copying it on every request would make a long turn quadratic.
     """
@@ -48,6 +50,7 @@ class ModelRequest:
     max_tokens: int
     continuation: str = ""
     attempt: int = 1
+    tools_allowed: bool = True
 
 
 # Stream events -------------------------------------------------------------
@@ -67,6 +70,8 @@ class ToolCallReady:
 
 @dataclass(frozen=True, slots=True)
 class UsageReported:
+    """The response's usage so far, cumulative: the last report of a stream wins."""
+
     usage: Usage
 
 

@@ -13,7 +13,8 @@ ApprovalAnswer = Literal["yes", "no", "always"]
 
 @dataclass(frozen=True, slots=True)
 class ApprovalRequest:
-    """A tool call that needs a yes. ``prefix`` is what "always" would allow from now on."""
+    """A tool call that needs a yes. ``prefix`` is what "always" would allow from now on;
+    empty when no prefix is safe to allow, and "always" is then not offered."""
 
     tool: str
     summary: str

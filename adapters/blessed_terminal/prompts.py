@@ -67,8 +67,13 @@ class Prompts:
                     + one_line(request.summary, 2_000)
                 ]
             )
-            choices = f"[y]es · [n]o · [a]lways allow “{one_line(request.prefix, 60)}” › "
-            answer = await self._read_choice(s.yellow(fit(choices, self.screen.width - 2)))
+            choices = (
+                f"[y]es · [n]o · [a]lways allow “{one_line(request.prefix, 60)}” › "
+                if request.prefix
+                else "[y]es · [n]o › "
+            )
+            row = s.yellow(fit(choices, self.screen.width - 2))
+            answer = await self._read_choice(row, always=bool(request.prefix))
             if answer is None:
                 return None
             self.screen.write_lines([s.dim(f"  → {answer}")])
@@ -123,8 +128,9 @@ class Prompts:
         elif self._keys.qsize() < 4_096:
             self._keys.put_nowait(key)  # typed ahead: the next prompt starts with it
 
-    async def _read_choice(self, row: str) -> ApprovalAnswer | None:
-        """One of y, n, a at a prompt row; Esc and Ctrl-C stop the turn as usual."""
+    async def _read_choice(self, row: str, *, always: bool = True) -> ApprovalAnswer | None:
+        """One of y, n (and a, when offered) at a prompt row; Esc and Ctrl-C stop the
+        turn as usual."""
         self._forget_typed_keys()  # a key typed before the question is no answer to it
         async with self._reading_keys():
             self._prompt = (row, cell_width(self.term.strip_seqs(row)))
@@ -136,7 +142,7 @@ class Prompts:
                     return None
                 if key in (Key.ESC, Key.CTRL_C):
                     self._stop_pressed(key)  # the turn then cancels this prompt
-                elif key.lower() in APPROVAL_KEYS:
+                elif key.lower() in APPROVAL_KEYS and (always or key.lower() != "a"):
                     return APPROVAL_KEYS[key.lower()]
 
     async def _read_line(self, label: str, editor: LineEditor) -> tuple[Ending, str]:

@@ -14,6 +14,10 @@ class FakeClock:
     ``now()`` jumps to its wake time. A ten-minute deadline takes no real time.
     ``slept`` lists every pause asked for, in order.
 
+    "Waiting" means waiting on the event loop: work running in a thread or a real
+    process is not seen, so pair the fake clock with the other fakes (a real tool that
+    reads a file in a thread may find that virtual time moved meanwhile).
+
     Example::
 
         clock = FakeClock()
@@ -50,14 +54,22 @@ class FakeClock:
             wake.set_result(None)
 
 
-async def _until_idle(max_rounds: int = 10_000) -> None:
-    """Yield until no other callback is ready to run (every task is waiting)."""
+async def _until_idle(max_rounds: int = 100_000) -> None:
+    """Yield until no other callback is ready to run (every task is waiting).
+
+    The loop's queue of ready callbacks is private to asyncio's own event loops; on
+    another loop, time moves after a fixed number of rounds instead.
+    """
     loop = asyncio.get_running_loop()
+    if not hasattr(loop, "_ready"):
+        for _ in range(100):
+            await asyncio.sleep(0)
+        return
     for _ in range(max_rounds):
         await asyncio.sleep(0)
-        ready = getattr(loop, "_ready", None)
-        if ready is None or not ready:
+        if not loop._ready:
             # Give tasks woken by I/O readiness one more round before moving time.
             await asyncio.sleep(0)
-            if not getattr(loop, "_ready", None):
+            if not loop._ready:
                 return
+    raise RuntimeError("FakeClock: tasks never stopped running, so time cannot move")

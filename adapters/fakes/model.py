@@ -38,8 +38,6 @@ from treadle.ports.model import (
     UsageReported,
 )
 
-_call_ids = itertools.count(1)
-
 
 @dataclass(frozen=True, slots=True)
 class ScriptedResponse:
@@ -65,7 +63,7 @@ class ScriptedResponse:
 
     @staticmethod
     def calling(name: str, text: str = "", **arguments: Any) -> ScriptedResponse:
-        call = ToolCall(f"call_{next(_call_ids)}", name, json.dumps(arguments))
+        call = ToolCall("", name, json.dumps(arguments))  # the model numbers it
         return ScriptedResponse((text,) if text else (), (call,), Usage(10, 5))
 
     @staticmethod
@@ -87,6 +85,7 @@ class ScriptedModel:
         self._scripts = {key: list(responses) for key, responses in scripts.items()}
         self._clock = clock
         self._keep_requests = keep_requests
+        self._call_ids = itertools.count(1)
         self.requests: list[ModelRequest] = []
 
     @classmethod
@@ -99,6 +98,9 @@ class ScriptedModel:
         for task, responses in data.get("agents", {}).items():
             script[task] = [response_from_json(r) for r in responses]
         return cls(script, clock)
+
+    def _call_id(self) -> str:
+        return f"call_{next(self._call_ids)}"
 
     def remaining(self, key: str = "*") -> int:
         return len(self._scripts.get(key, ()))
@@ -121,7 +123,8 @@ class ScriptedModel:
             yield Failure(response.failure)
             return
         for call in response.tool_calls:
-            yield Success(ToolCallReady(call))
+            # Calls scripted without an id are numbered per model, so runs repeat exactly.
+            yield Success(ToolCallReady(call if call.id else replace(call, id=self._call_id())))
         yield Success(UsageReported(response.usage))
         yield Success(
             StreamEnd(response.stop or ("tool_use" if response.tool_calls else "end_turn"))
@@ -139,7 +142,7 @@ def response_from_json(data: Mapping[str, Any]) -> ScriptedResponse:
     text = data.get("text", ())
     calls = tuple(
         ToolCall(
-            str(call.get("id") or f"call_{next(_call_ids)}"),
+            str(call.get("id") or ""),
             str(call["name"]),
             call["arguments"]
             if isinstance(call.get("arguments"), str)

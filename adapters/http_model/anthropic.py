@@ -98,6 +98,8 @@ def messages_request_body(request: ModelRequest, *, model: str) -> dict[str, Any
         body["system"] = request.system
     if request.tools:
         body["tools"] = [_tool(spec) for spec in request.tools]
+        if not request.tools_allowed:
+            body["tool_choice"] = {"type": "none"}
     return body
 
 

@@ -97,6 +97,8 @@ def chat_request_body(request: ModelRequest, *, model: str, hosted: bool) -> dic
     }
     if request.tools:
         body["tools"] = [_tool(spec) for spec in request.tools]
+        if not request.tools_allowed:
+            body["tool_choice"] = "none"
     return body
 
 

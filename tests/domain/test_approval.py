@@ -30,7 +30,17 @@ def test_decisions_by_policy_and_access(policy, access, expected):
 
 @pytest.mark.parametrize(
     ("command", "prefix"),
-    [("git status -s", "git status"), ("ls -la src", "ls"), ("git --version", "git"), ("", "")],
+    [
+        ("git status -s", "git status"),
+        ("ls -la src", "ls"),
+        ("git --version", ""),
+        ("git -C other push", ""),
+        ("sudo rm -rf /", ""),
+        ("env X=1 rm x", ""),
+        ("bash -c 'rm x'", ""),
+        ("FOO=1 make", ""),
+        ("", ""),
+    ],
 )
 def test_the_prefix_an_always_answer_allows(command, prefix):
     assert command_prefix(command) == prefix
@@ -53,6 +63,9 @@ async def test_headless_ask_policy_blocks_the_turn_and_runs_nothing(rig):
     assert (outcome.kind, outcome.exit_code) == (OutcomeKind.BLOCKED, 3)
     assert outcome.screen_line == "Turn blocked: approval needed to run bash: make deploy"
     assert r.runner.specs == []
+    result = r.agent.history.messages[-1]
+    assert result.text == "Not run: approval needed to run bash: make deploy."
+    assert not result.interrupted
 
 
 async def test_a_no_goes_back_to_the_model_as_the_tools_result(rig):

@@ -143,3 +143,30 @@ async def test_a_cancelled_race_cancels_its_work_too():
     task.cancel()
     await asyncio.gather(task, return_exceptions=True)
     assert cancelled.is_set()
+
+
+class StallAfterCall:
+    """Streams a complete tool call, then waits (for Esc) before its end."""
+
+    def __init__(self, clock):
+        self.clock = clock
+
+    async def stream(self, request):
+        from returns.result import Success
+
+        from treadle.ports.model import TextDelta, ToolCallReady
+
+        yield Success(TextDelta("Running it"))
+        yield Success(ToolCallReady(ToolCall("c1", "bash", '{"command": "rm -rf build"}')))
+        await self.clock.sleep(3600)
+
+
+async def test_esc_after_a_call_arrived_leaves_the_history_sendable_at_once(rig):
+    r = rig([], {"rm -rf build": FakeProcess()}, terminal=esc_after(AnswerDelta))
+    r.agent.responder.model = StallAfterCall(r.clock)
+    outcome = await r.agent.run_turn("x")
+    assert outcome.kind is OutcomeKind.PAUSED
+    assert r.runner.specs == []
+    assert is_sendable(r.agent.history.messages)
+    kept = r.agent.history.messages[-2]
+    assert (kept.text, kept.interrupted, kept.tool_calls[0].id) == ("Running it", True, "c1")

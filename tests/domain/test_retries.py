@@ -124,3 +124,13 @@ async def test_a_stream_that_ends_without_its_final_event_fails_as_malformed(rig
         outcome.screen_line
         == "Turn failed: MalformedStream: the stream ended without its final event"
     )
+
+
+async def test_a_transient_failure_during_a_continuation_is_not_retried(rig):
+    cut = R(("The first half ",), stop="max_tokens")
+    r = rig([cut, R.failing(HttpStatusError(503)), R.saying("never")])
+    outcome = await r.agent.run_turn("x")
+    assert outcome.screen_line == "Turn failed: HttpError: HTTP 503"
+    assert len(r.model.requests) == 2
+    assert r.clock.slept == []
+    assert r.terminal.answer_text() == "The first half "

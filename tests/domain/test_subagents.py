@@ -6,6 +6,7 @@ import json
 
 from treadle.adapters.fakes import FakeProcess, RecordingTerminal
 from treadle.adapters.fakes import ScriptedResponse as R
+from treadle.domain.history import is_sendable
 from treadle.domain.prompt import REPORT_REQUEST
 from treadle.ports.conversation import ToolCall, Usage
 from treadle.ports.events import (
@@ -63,7 +64,9 @@ async def test_at_its_deadline_a_sub_agent_stops_its_tools_and_writes_its_final_
     assert outcome.kind is OutcomeKind.FINISHED
     report_request = r.model.requests[2]
     assert report_request.messages[-1].text == REPORT_REQUEST
-    assert report_request.tools == []
+    assert not report_request.tools_allowed
+    assert {t.name for t in report_request.tools} >= {"bash"}  # a history with calls needs them
+    assert is_sendable(report_request.messages)
     result = r.model.requests[3].messages[-1]
     assert "deadline of 3 s" in result.text and "Report: sleep was cut short." in result.text
     (finished,) = r.terminal.of_type(SubAgentFinished)
@@ -130,7 +133,32 @@ async def test_a_callers_stop_reaches_its_sub_agents_and_their_tools(rig):
     assert r.clock.now() < 100
     (finished,) = r.terminal.of_type(SubAgentFinished)
     assert finished.ending == "stopped"
-    assert r.agent.history.messages[-1].interrupted
+    report = r.agent.history.messages[-1]
+    assert report.text.startswith("The sub-agent was stopped by its caller.")
+    assert "running bash: sleep 100" in report.text
+    assert is_sendable(r.agent.history.messages)
+
+
+async def test_a_callers_own_deadline_stops_its_sub_agent_which_still_reports(rig):
+    script = {
+        "*": [R((), (spawn("outer", deadline=3),)), R.saying("ok")],
+        "outer": [
+            R((), (spawn("inner", "a9", deadline=100),)),
+            R.saying("Outer report: inner was stopped."),
+        ],
+        "inner": [R.calling("bash", text="Sleeping.", command="sleep 100")],
+    }
+    r = rig(script, {"sleep 100": FakeProcess(duration=100)})
+    outcome = await r.agent.run_turn("x")
+    assert outcome.kind is OutcomeKind.FINISHED
+    assert r.clock.now() == 3.0
+    endings = {e.name: e.ending for e in r.terminal.of_type(SubAgentFinished)}
+    assert endings == {"agent-1/agent-1": "stopped", "agent-1": "deadline"}
+    outer_report_request = r.model.requests[-2]
+    inner_result = outer_report_request.messages[-2]
+    assert inner_result.text.startswith("The sub-agent was stopped by its caller.")
+    assert "The last thing it said: Sleeping." in inner_result.text
+    assert "Outer report: inner was stopped." in r.model.requests[-1].messages[-1].text
 
 
 async def test_a_sub_agent_can_call_its_own_sub_agent(rig):

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from treadle.adapters.fakes import FakeProcess, RecordingTerminal
 from treadle.adapters.fakes import ScriptedResponse as R
 from treadle.domain.history import is_sendable
@@ -14,6 +16,7 @@ from treadle.ports.events import (
     OutcomeKind,
     PlanUpdated,
     ToolFinished,
+    ToolStarted,
     TurnEnded,
     TurnStarted,
 )
@@ -200,3 +203,60 @@ async def test_a_crashing_tool_becomes_a_tool_error_and_the_loop_goes_on(rig):
 
 async def test_plan_tool_arguments_round_trip_as_json():
     assert json.loads(R.calling("update_plan", steps=[]).tool_calls[0].arguments) == {"steps": []}
+
+
+async def test_an_empty_history_given_to_the_agent_is_the_one_it_keeps(rig):
+    from treadle.domain.history import History
+    from treadle.domain.turn import Agent
+
+    r = rig([R.saying("hi")])
+    history = History()
+    agent = Agent(r.agent.ports, history=history)
+    await agent.run_turn("x")
+    assert [m.text for m in history.messages] == ["x", "hi"]
+
+
+@pytest.mark.parametrize(
+    "script",
+    [
+        [R.saying("done")],
+        [R.failing(HttpStatusError(400, "bad"))],
+        [R.failing(CredentialsRejected("set KEY"))],
+        [R.calling("ask", question="?")],
+        [R.calling("bash", command="deploy")],
+        [
+            R(
+                (),
+                (
+                    ToolCall("c1", "bash", '{"command": "sleep 9"}'),
+                    ToolCall("c2", "bash", '{"command": "ls"}'),
+                ),
+            )
+        ],
+        [R(("cut",), (ToolCall("c1", "bash", "{"),), stop="max_tokens")] * 5,
+    ],
+    ids=[
+        "finished",
+        "failed",
+        "blocked-credentials",
+        "waiting",
+        "blocked-approval",
+        "paused",
+        "truncated",
+    ],
+)
+async def test_whatever_the_outcome_the_conversation_is_sendable(rig, script):
+    from treadle.domain.history import is_sendable
+    from treadle.domain.settings import TurnSettings
+
+    r = rig(
+        script,
+        {"sleep 9": FakeProcess(duration=9), "ls": FakeProcess(), "deploy": FakeProcess()},
+        settings=TurnSettings(approval="ask"),
+        terminal=RecordingTerminal(
+            press_esc_when=lambda e: isinstance(e, ToolStarted) and e.call.id == "c1",
+            approvals=["yes"] if "sleep" in str(script) else [],
+        ),
+    )
+    await r.agent.run_turn("x")
+    assert is_sendable(r.agent.history.messages)
