@@ -7,7 +7,9 @@ cannot move the cursor, recolour or retitle the terminal of whoever reads the lo
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import re
 import sys
 from collections.abc import Callable
@@ -40,12 +42,25 @@ CONTROL_CHARACTERS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 _JSON_UNESCAPED_CONTROL = re.compile(r"[\x7f-\x9f]")
 
 
-def printable(text: str) -> str:
-    """``text`` with every control character but tab and newline removed.
+# Whole escape sequences go first, so that no "[31m" is left behind: CSI, OSC
+# (ended by BEL or ST), the two-character ones, and the 8-bit CSI.
+ESCAPE_SEQUENCES = re.compile(
+    r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-_])|\x9b[0-?]*[ -/]*[@-~]"
+)
 
-    Example: ``printable("\\x1b[2Jhi\\r\\n")`` is ``"[2Jhi\\n"``.
+
+def printable(text: str) -> str:
+    """``text`` with every escape sequence and control character but tab and newline
+    removed.
+
+    Example: ``printable("\\x1b[2Jhi\\r\\n")`` is ``"hi\\n"``.
     """
-    return CONTROL_CHARACTERS.sub("", text)
+    return CONTROL_CHARACTERS.sub("", ESCAPE_SEQUENCES.sub("", text))
+
+
+def counted(number: int, noun: str) -> str:
+    """``1 request``, ``2 requests``."""
+    return f"{number} {noun}{'' if number == 1 else 's'}"
 
 
 def one_line(text: str, width: int = 100) -> str:
@@ -64,35 +79,36 @@ def describe_event(event: TurnEvent) -> list[str]:
             return [f"{tag}Plan:"] + [f"  {PLAN_MARKS[s.status]} {one_line(s.step)}" for s in steps]
         case ToolStarted(call=call, summary=summary):
             return [f"{tag}→ {call.name}: {one_line(summary)}"]
-        case ToolFinished(status=status, is_error=is_error):
-            return [f"{tag}  {'✗' if is_error else '✓'} {one_line(status)}"]
+        case ToolFinished(call=call, status=status, is_error=is_error):
+            return [f"{tag}  {'✗' if is_error else '✓'} {call.name}: {one_line(status)}"]
         case RetryScheduled(attempt=attempt, attempts=attempts, pause=pause, error=error):
             return [
                 f"{tag}retrying in {pause:g} s — {one_line(error)}, attempt {attempt} of {attempts}"
             ]
         case ContinuationRequested(continuation=n, max_tokens=max_tokens):
             return [f"{tag}… answer cut by its token budget; continuing ({n}, {max_tokens} tokens)"]
+        # A sub-agent's lines carry its own name, which already says whose it is.
         case SubAgentStarted(name=name, task=task, check_interval=every, deadline=deadline):
             return [
-                f"{tag}[{name}] started: {one_line(task)} (reports every {every:g} s, "
+                f"[{name}] started: {one_line(task)} (reports every {every:g} s, "
                 f"deadline {deadline:g} s)"
             ]
         case SubAgentProgress(name=name, doing=doing, requests=n, usage=usage, elapsed=elapsed):
             return [
-                f"{tag}[{name}] {one_line(doing)} · {n} requests · {usage.total} tokens "
+                f"[{name}] {one_line(doing)} · {counted(n, 'request')} · {usage.total} tokens "
                 f"· {elapsed:.1f} s"
             ]
         case SubAgentFinished(name=name, ending=ending, requests=n, usage=usage, elapsed=elapsed):
             return [
-                f"{tag}[{name}] {one_line(ending)} · {n} requests · {usage.total} tokens "
+                f"[{name}] {one_line(ending)} · {counted(n, 'request')} · {usage.total} tokens "
                 f"· {elapsed:.1f} s"
             ]
         case TurnEnded(outcome=outcome, usage=usage, requests=n, elapsed=elapsed) if (
             not event.agent
         ):
+            tokens = f"{usage.input_tokens} in / {usage.output_tokens} out tokens"
             return [
-                f"{n} requests · {usage.input_tokens} in / {usage.output_tokens} out tokens "
-                f"· {elapsed:.1f} s",
+                f"{counted(n, 'request')} · {tokens} · {elapsed:.1f} s",
                 printable(outcome.screen_line),
             ]
     return []
@@ -109,15 +125,15 @@ class PlainTerminal:
         self._mid_line = False
         self._held: list[str] = []
         self.resume_hint = resume_hint
+        self.reader_gone = False
         self.interrupt: Callable[[], None] = lambda: None
 
     def show(self, event: TurnEvent) -> None:
         if isinstance(event, AnswerDelta):
             if not event.agent and event.text:
                 text = printable(event.text)
-                self._out.write(text)
+                self._write(text)
                 self._mid_line = not text.endswith("\n") if text else self._mid_line
-                self._out.flush()
             return
         lines = describe_event(event)
         if not lines:
@@ -128,12 +144,21 @@ class PlainTerminal:
             # The answer goes on where it stopped: the note waits for the answer's end.
             self._held.extend(lines)
             return
-        if self._mid_line:
-            self._out.write("\n")
-            self._mid_line = False
         lines, self._held = self._held + lines, []
-        self._out.write("\n".join(lines) + "\n")
-        self._out.flush()
+        self._write(("\n" if self._mid_line else "") + "\n".join(lines) + "\n")
+        self._mid_line = False
+
+    def _write(self, text: str) -> None:
+        """Write and flush; when nobody reads any more (``| head``), pause the turn."""
+        if self.reader_gone:
+            return
+        try:
+            self._out.write(text)
+            self._out.flush()
+        except BrokenPipeError:
+            self.reader_gone = True
+            _quiet_stdout(self._out)
+            self.interrupt()
 
     async def ask_approval(self, request: ApprovalRequest) -> ApprovalAnswer | None:
         return None
@@ -163,5 +188,13 @@ class JsonLinesTerminal(PlainTerminal):
                 record["resume_hint"] = self.resume_hint.strip(" —")
         line = json.dumps(record, ensure_ascii=False)
         line = _JSON_UNESCAPED_CONTROL.sub(lambda m: f"\\u{ord(m.group()):04x}", line)
-        self._out.write(line + "\n")
-        self._out.flush()
+        self._write(line + "\n")
+
+
+def _quiet_stdout(out: TextIO) -> None:
+    """Point a closed standard output at /dev/null, so that the flush at exit does not
+    fail again (what Python's documentation advises for SIGPIPE)."""
+    if out is sys.stdout:
+        with contextlib.suppress(OSError, ValueError):
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())

@@ -34,7 +34,7 @@ def parse_arguments(raw: str, schema: Mapping[str, Any]) -> Result[dict[str, Any
     try:
         value = json.loads(raw) if raw.strip() else {}
     except json.JSONDecodeError as error:
-        return Failure(f"the arguments are not valid JSON ({error.msg} at character {error.pos})")
+        return Failure(f"the arguments are not valid JSON ({error})")
     if not isinstance(value, dict):
         return Failure(f"the arguments must be a JSON object, not {_type_name(value)}")
     problem = _check(value, schema, "")

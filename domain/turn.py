@@ -249,6 +249,9 @@ class Agent:
         started = clock.now()
         try:
             outcome = await tool.run(arguments, self._context())
+        except asyncio.CancelledError:  # stopped: the terminal still learns how it ended
+            self.emit(ToolFinished(call, "interrupted", True, clock.now() - started, self.name))
+            raise
         except Exception as bug:  # a broken tool is reported to the model; the turn goes on
             outcome = ToolResult(f"the tool failed: {type(bug).__name__}: {bug}", True, "crashed")
         match outcome:

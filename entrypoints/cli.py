@@ -7,6 +7,8 @@
 from __future__ import annotations
 
 import argparse
+import os
+import signal
 import sys
 from collections.abc import Sequence
 
@@ -37,14 +39,19 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    if argv and argv[0] in SUBCOMMANDS:
-        from treadle.entrypoints.commands import run_subcommand
+    try:
+        if argv and argv[0] in SUBCOMMANDS:
+            from treadle.entrypoints.commands import run_subcommand
 
-        return run_subcommand(argv)
-    args = build_parser().parse_args(argv)
-    from treadle.entrypoints.session import run_session
+            return run_subcommand(argv)
+        args = build_parser().parse_args(argv)
+        from treadle.entrypoints.session import run_session
 
-    return run_session(args)
+        return run_session(args)
+    except BrokenPipeError:  # `treadle sessions | head`: the reader has what it wanted
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 128 + signal.SIGPIPE
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -152,6 +152,8 @@ def check_value(key: str, value: object, *, from_text: bool = False) -> Any:
                 raise ValueError(f"must be an environment variable name, not {_shown(value)}")
             if spec.kind == "choice" and value not in spec.choices:
                 raise ValueError(f"must be one of {', '.join(spec.choices)}, not {_shown(value)}")
+            if key == "model":
+                _check_model(value)
             return value
         case "whole" | "number":
             return _check_number(spec, value)
@@ -165,6 +167,19 @@ def check_value(key: str, value: object, *, from_text: bool = False) -> Any:
             return tuple(value)
 
 
+MODEL_PROVIDERS = ("openai", "anthropic", "script")
+
+
+def _check_model(model: str) -> None:
+    """``demo``, ``PROVIDER:NAME`` or a bare name; anything else cannot be started."""
+    provider, colon, name = model.partition(":")
+    if not colon or (provider in MODEL_PROVIDERS and name):
+        return
+    raise ValueError(
+        f"unknown model {_shown(model)}: use openai:NAME, anthropic:NAME, demo or script:PATH"
+    )
+
+
 def _parse_text(spec: Key, text: str) -> object:
     text = text.strip()
     try:
@@ -175,6 +190,12 @@ def _parse_text(spec: Key, text: str) -> object:
     except ValueError:
         raise ValueError(f"must be a number, not {_shown(text)}") from None
     if spec.kind in ("texts", "env_names"):
+        if text.startswith("["):  # a JSON or TOML list, as in the files
+            try:
+                parsed: object = json.loads(text)
+            except json.JSONDecodeError:
+                raise ValueError(f"must be a list of strings, not {_shown(text)}") from None
+            return parsed
         return [item.strip() for item in text.split(",") if item.strip()]
     return text
 
@@ -239,6 +260,12 @@ def read_file_values(path: Path) -> dict[str, Any]:
 
 def read_env_values(environ: Mapping[str, str]) -> dict[str, tuple[Any, str]]:
     """Values from ``TREADLE_<KEY>`` variables, each with the variable's name."""
+    unknown = ignored_variables(environ)
+    if unknown:
+        raise ConfigError(
+            f"environment variable {unknown[0]}: not a configuration key "
+            f"(TREADLE_<KEY> with KEY one of {', '.join(KEYS)})"
+        )
     values: dict[str, tuple[Any, str]] = {}
     for key in KEYS:
         name = ENV_PREFIX + key.upper()
@@ -287,6 +314,10 @@ def load_config(
     given = {key: value for key, value in flags.items() if value is not None}
     session_id, recorded = session if session is not None else ("", {})
     workspace = str(given.get("workspace") or recorded.get("workspace") or cwd or os.getcwd())
+    if not os.path.isdir(workspace):
+        what = "not a folder" if os.path.exists(workspace) else "no such folder"
+        origin = "flag --workspace" if given.get("workspace") else f"session {session_id}"
+        raise ConfigError(f"{origin}: workspace {workspace}: {what}")
     app = AppConfig()
     user = user_config_path(environ)
     app = app.with_values(read_file_values(user), f"user file {user}")

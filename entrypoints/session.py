@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
 import secrets
 import signal
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from treadle.domain.resume import RESUME_MESSAGE
@@ -64,9 +66,25 @@ def open_session(args: argparse.Namespace) -> tuple[AppConfig, str, bool]:
     return app, session_id, True
 
 
+def hide_environment_from_commands() -> None:
+    """Keep commands from reading the key in ``/proc/<treadle>/environ``.
+
+    A process that is not dumpable cannot be read through /proc by another process
+    of the same user (root still can). Linux only; elsewhere nothing changes.
+    """
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
+
+    pr_set_dumpable = 4
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(pr_set_dumpable, 0, 0, 0, 0)
+
+
 def run_session(args: argparse.Namespace) -> int:
     from treadle.adapters.sessions import SessionBusy, SessionNotFound
 
+    hide_environment_from_commands()
     try:
         app, session_id, resuming = open_session(args)
     except (ConfigError, SessionNotFound, SessionBusy) as error:
@@ -123,7 +141,13 @@ async def _one_turn(app: AppConfig, task: str, mode: str, session_dir: str, sess
         print(f"treadle: cannot continue session {session_id}: {error}", file=sys.stderr)
         return 2
     stop = StopSignal()
-    _install_interrupts(stop)
+
+    def last_words() -> None:
+        # The hard exit leaves no time for the loop: say how the turn ended here.
+        ended = TurnEnded(TurnOutcome.paused(), agent.usage, agent.requests, 0.0)
+        agent.emit(ended)
+
+    _install_interrupts(stop, last_words)
     outcome = await agent.run_turn(task, stop)
     transcript = container.transcript()
     if transcript is not None:
@@ -131,8 +155,9 @@ async def _one_turn(app: AppConfig, task: str, mode: str, session_dir: str, sess
     return outcome.exit_code
 
 
-def _install_interrupts(stop: StopSignal) -> None:
-    """Ctrl-C or SIGTERM pauses the turn; a second Ctrl-C within 2 s exits at once."""
+def _install_interrupts(stop: StopSignal, last_words: Callable[[], None]) -> None:
+    """Ctrl-C or SIGTERM pauses the turn; a second Ctrl-C within 2 s exits at once,
+    after ``last_words`` and killing every command still running."""
     loop = asyncio.get_running_loop()
     first: list[float] = []
 
@@ -146,6 +171,8 @@ def _install_interrupts(stop: StopSignal) -> None:
         ):
             from treadle.entrypoints.container import exit_at_once
 
+            with contextlib.suppress(Exception):  # nothing may stop the exit
+                last_words()
             exit_at_once(130)
         first[:] = [now]
         stop.set("interrupted")

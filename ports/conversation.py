@@ -7,6 +7,8 @@ from typing import Literal
 
 Role = Literal["user", "assistant", "tool"]
 
+CUT_OFF_NOTE = "[this answer was cut off here]"
+
 
 @dataclass(frozen=True, slots=True)
 class ToolCall:
@@ -31,6 +33,13 @@ class Message:
     tool_call_id: str | None = None
     is_error: bool = False
     interrupted: bool = False
+
+    @property
+    def text_for_model(self) -> str:
+        """The text as the model reads it again: an interrupted answer says it was cut."""
+        if self.role != "assistant" or not self.interrupted or not self.text:
+            return self.text
+        return f"{self.text}\n\n{CUT_OFF_NOTE}"
 
     @staticmethod
     def user(text: str) -> Message:

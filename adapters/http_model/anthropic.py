@@ -54,7 +54,9 @@ class AnthropicModel:
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
         self.model = model
-        self.base_url = checked_base_url(base_url)
+        # The path is /v1/messages under the base URL; a base URL given with its /v1
+        # (as OpenAI-compatible ones are) would otherwise ask for /v1/v1/messages.
+        self.base_url = checked_base_url(base_url).removesuffix("/v1")
         self.key_env = key_env
         self._key = api_key or None
         self._hosted = self.base_url == ANTHROPIC_BASE_URL
@@ -149,8 +151,8 @@ def _blocks(message: Message) -> list[dict[str, Any]]:
         if message.is_error:
             result["is_error"] = True
         return [result]
-    if message.text:
-        blocks.append({"type": "text", "text": message.text})
+    if message.text_for_model:
+        blocks.append({"type": "text", "text": message.text_for_model})
     for call in message.tool_calls:
         blocks.append(
             {"type": "tool_use", "id": call.id, "name": call.name, "input": _input(call.arguments)}

@@ -111,9 +111,9 @@ class AnthropicReader:
         except _Malformed as malformed:
             return self._end(Failure(MalformedStream(str(malformed))))
 
-    def end_of_body(self) -> StreamItem:
+    def end_of_body(self) -> list[StreamItem]:
         last = self._last
-        return Failure(MalformedStream(f"the stream ended before message_stop (after {last})"))
+        return [Failure(MalformedStream(f"the stream ended before message_stop (after {last})"))]
 
     def _end(self, item: StreamItem) -> list[StreamItem]:
         self.ended = True

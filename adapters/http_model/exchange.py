@@ -42,8 +42,9 @@ class EventReader(Protocol):
         """The items this event completes."""
         ...
 
-    def end_of_body(self) -> StreamItem:
-        """The body ended before the protocol's final event: why that is malformed."""
+    def end_of_body(self) -> list[StreamItem]:
+        """The body ended cleanly before the protocol's final event: the end it still
+        makes, or why that is malformed."""
         ...
 
 
@@ -107,7 +108,7 @@ async def exchange(
         if not reader.ended:
             items = _read(reader, parser.finish(), request.secret)
             if not reader.ended:
-                items.append(reader.end_of_body())
+                items.extend(reader.end_of_body())
             for item in items:
                 yield item
 

@@ -123,9 +123,10 @@ def _message(message: Message) -> dict[str, Any]:
             # No error flag in this protocol: the result's own text says what failed.
             return {"role": "tool", "tool_call_id": message.tool_call_id, "content": message.text}
         case "assistant":
-            entry: dict[str, Any] = {"role": "assistant", "content": message.text}
+            text = message.text_for_model
+            entry: dict[str, Any] = {"role": "assistant", "content": text}
             if message.tool_calls:
-                entry["content"] = message.text or None
+                entry["content"] = text or None
                 entry["tool_calls"] = [
                     {
                         "id": call.id,

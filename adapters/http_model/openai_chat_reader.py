@@ -92,11 +92,13 @@ class OpenAIChatReader:
                 items.extend(self._choice(choice))
         return items
 
-    def end_of_body(self) -> StreamItem:
-        where = f"after {self._chunks} chunks" + (
-            f", finish_reason {self._finish}" if self._finish else ", before any finish_reason"
-        )
-        return Failure(MalformedStream(f"the stream ended before data: [DONE] ({where})"))
+    def end_of_body(self) -> list[StreamItem]:
+        if self._finish is not None:
+            # Some servers close the stream after the finish chunk without [DONE]; the
+            # answer is whole (the usage chunk, if any, came before the close).
+            return self._done()
+        where = f"after {self._chunks} chunks, before any finish_reason"
+        return [Failure(MalformedStream(f"the stream ended before data: [DONE] ({where})"))]
 
     def _choice(self, choice: JsonObject) -> list[StreamItem]:
         items: list[StreamItem] = []

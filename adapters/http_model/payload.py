@@ -49,7 +49,7 @@ def load_object(event: SseEvent) -> JsonObject | MalformedStream:
         try:
             value = json.loads(data)
         except json.JSONDecodeError as exc:
-            return MalformedStream(f"bad JSON in {label}: {exc.msg} at character {exc.pos}")
+            return MalformedStream(f"bad JSON in {label}: {exc}")
     if not isinstance(value, dict):
         label = f"the {event.name} event" if event.name else "an event"
         return MalformedStream(f"{label} holds JSON that is not an object")

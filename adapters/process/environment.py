@@ -38,9 +38,10 @@ def child_environment(
     passthrough: Collection[str],
     extra: Mapping[str, str],
     run_id: str,
+    owner: str = "",
 ) -> dict[str, str]:
     """``inherited`` without secrets (unless let through), the non-interactive settings,
-    then ``extra`` (the caller's own choices win), then the run's marker."""
+    then ``extra`` (the caller's own choices win), then the run's and owner's markers."""
     environment = {
         name: value
         for name, value in inherited.items()
@@ -49,4 +50,6 @@ def child_environment(
     environment.update(NON_INTERACTIVE)
     environment.update(extra)
     environment[run_marker(run_id)] = "1"
+    if owner:
+        environment[owner] = "1"
     return environment

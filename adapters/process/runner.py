@@ -27,6 +27,7 @@ from treadle.adapters.process.tree import (
     become_subreaper,
     running_trees,
 )
+from treadle.adapters.process.watchdog import OWNER_MARKER, ensure_watchdog
 from treadle.adapters.redact import Redactor
 from treadle.domain.output_bound import OutputBound
 from treadle.ports.process import ProcessError, ProcessResult, ProcessSpec
@@ -177,8 +178,13 @@ class SubprocessRunner:
         if not os.path.isdir(spec.cwd):
             what = "not a folder" if os.path.exists(spec.cwd) else "no such folder"
             return Failure(ProcessError(f"cannot run in {spec.cwd}: {what}"))
+        ensure_watchdog()
         environment = child_environment(
-            os.environ, passthrough=self._passthrough, extra=spec.env, run_id=run_id
+            os.environ,
+            passthrough=self._passthrough,
+            extra=spec.env,
+            run_id=run_id,
+            owner=OWNER_MARKER,
         )
         # Ours is the parent's folder; programs that trust $PWD would be misled.
         environment.setdefault("PWD", os.path.abspath(spec.cwd))

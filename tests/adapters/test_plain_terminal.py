@@ -38,10 +38,10 @@ def test_plain_lines_carry_no_escape_code_whatever_the_model_writes() -> None:
     text = out.getvalue()
     assert "\x1b" not in text and "\x9b" not in text and "\x07" not in text and "\r" not in text
     assert text.splitlines() == [
-        "Task: task ]0;owned[31mred2J",
-        "Looking ]0;owned[31mred2J",
-        "→ bash: ls ]0;owned[31mred2J",
-        "  ✓ exit 0 · 0.01 s",
+        "Task: task red",
+        "Looking red",
+        "→ bash: ls red",
+        "  ✓ bash: exit 0 · 0.01 s",
         "retrying in 2 s — 503 Service Unavailable, attempt 2 of 3",
         "2 requests · 10 in / 5 out tokens · 1.5 s",
         "Turn paused — resume with: treadle --resume S1",
@@ -86,3 +86,16 @@ def test_a_continued_answer_reads_as_one_line_with_the_note_after_it() -> None:
         "2 requests · 1 in / 2 out tokens · 0.5 s",
         "Turn finished",
     ]
+
+
+def test_a_reader_that_went_away_pauses_the_turn_instead_of_crashing() -> None:
+    class ClosedPipe(io.StringIO):
+        def write(self, text: str) -> int:
+            raise BrokenPipeError(32, "Broken pipe")
+
+    stopped: list[bool] = []
+    terminal = PlainTerminal(ClosedPipe())
+    terminal.bind_interrupt(lambda: stopped.append(True))
+    a_turn(terminal)
+    assert terminal.reader_gone
+    assert stopped == [True]

@@ -170,3 +170,16 @@ async def test_esc_after_a_call_arrived_leaves_the_history_sendable_at_once(rig)
     assert is_sendable(r.agent.history.messages)
     kept = r.agent.history.messages[-2]
     assert (kept.text, kept.interrupted, kept.tool_calls[0].id) == ("Running it", True, "c1")
+
+
+async def test_a_tool_stopped_midway_is_shown_as_interrupted(rig):
+    from treadle.ports.events import ToolFinished
+
+    r = rig(
+        [R.calling("bash", command="sleep 9")],
+        {"sleep 9": FakeProcess(duration=9)},
+        terminal=esc_after(ToolStarted),
+    )
+    await r.agent.run_turn("x")
+    (finished,) = r.terminal.of_type(ToolFinished)
+    assert (finished.status, finished.is_error) == ("interrupted", True)

@@ -13,7 +13,6 @@ from treadle.entrypoints.config import (
     KEYS,
     AppConfig,
     ConfigError,
-    describe_config,
     load_config,
 )
 
@@ -224,15 +223,54 @@ def test_a_broken_configuration_is_an_error_naming_the_file_and_key(
         assert word in str(raised.value)
 
 
-def test_unknown_treadle_variables_are_reported_not_fatal(
+def test_an_unknown_treadle_variable_is_an_error_naming_it(
     places: tuple[Path, Path, dict[str, str]],
 ) -> None:
     _, workspace, environ = places
-    environ = environ | {"TREADLE_MAXTOKENS": "9", "TREADLE_RUN_ab12": "1"}
-    app = load_config(flags={}, environ=environ, cwd=str(workspace))
-    lines = describe_config(app, environ)
-    assert "ignored: TREADLE_MAXTOKENS (not a configuration key)" in lines
-    assert not any("TREADLE_RUN_" in line for line in lines)
+    with pytest.raises(ConfigError, match="environment variable TREADLE_MAXTOKENS: not a conf"):
+        load_config(flags={}, environ=environ | {"TREADLE_MAXTOKENS": "9"}, cwd=str(workspace))
+    # the runner's own per-command markers are not configuration
+    load_config(flags={}, environ=environ | {"TREADLE_RUN_ab12": "1"}, cwd=str(workspace))
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "expected"),
+    [
+        ("TREADLE_ALLOWED_PREFIXES", '["git status", "make"]', ("git status", "make")),
+        ("TREADLE_ALLOWED_PREFIXES", "git status, make", ("git status", "make")),
+    ],
+)
+def test_list_variables_take_json_or_commas(
+    places: tuple[Path, Path, dict[str, str]], variable: str, value: str, expected: object
+) -> None:
+    _, workspace, environ = places
+    app = load_config(flags={}, environ=environ | {variable: value}, cwd=str(workspace))
+    assert app.allowed_prefixes == expected
+
+
+@pytest.mark.parametrize("model", ["bogus:thing", "qwen2.5:7b", "openai:"])
+def test_a_model_that_cannot_be_started_is_a_config_error(
+    places: tuple[Path, Path, dict[str, str]], model: str
+) -> None:
+    _, workspace, environ = places
+    (workspace / ".treadle.toml").write_text(f'model = "{model}"\n')
+    with pytest.raises(ConfigError, match=r"\.treadle\.toml: model: unknown model"):
+        load_config(flags={}, environ=environ, cwd=str(workspace))
+
+
+def test_a_workspace_that_is_not_a_folder_is_refused(
+    places: tuple[Path, Path, dict[str, str]], tmp_path: Path
+) -> None:
+    _, workspace, environ = places
+    with pytest.raises(ConfigError, match=r"flag --workspace: workspace .*: no such folder"):
+        load_config(
+            flags={"workspace": str(tmp_path / "nope")}, environ=environ, cwd=str(workspace)
+        )
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(ConfigError, match="not a folder"):
+        load_config(
+            flags={"workspace": str(tmp_path / "file")}, environ=environ, cwd=str(workspace)
+        )
 
 
 def test_treadle_config_prints_every_value_and_its_origin(

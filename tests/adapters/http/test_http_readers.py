@@ -205,9 +205,9 @@ def test_anthropic_stop_sequence_ends_the_turn() -> None:
 def test_anthropic_end_of_body_names_the_last_event() -> None:
     reader = AnthropicReader()
     feed(reader, START, text_block(0))
-    assert reader.end_of_body() == Failure(
-        MalformedStream("the stream ended before message_stop (after content_block_start)")
-    )
+    assert reader.end_of_body() == [
+        Failure(MalformedStream("the stream ended before message_stop (after content_block_start)"))
+    ]
 
 
 # OpenAI Chat Completions --------------------------------------------------------
@@ -240,10 +240,28 @@ def test_openai_done_before_any_finish_reason_is_malformed() -> None:
 
 def test_openai_end_of_body_says_how_far_it_got() -> None:
     reader = OpenAIChatReader()
-    feed(reader, chunk({"content": "Hi"}), chunk({}, "stop"))
-    assert reader.end_of_body() == Failure(
-        MalformedStream("the stream ended before data: [DONE] (after 2 chunks, finish_reason stop)")
+    feed(reader, chunk({"content": "Hi"}), chunk({"content": " there"}))
+    assert reader.end_of_body() == [
+        Failure(
+            MalformedStream(
+                "the stream ended before data: [DONE] (after 2 chunks, before any finish_reason)"
+            )
+        )
+    ]
+
+
+def test_openai_a_finished_stream_closed_without_done_is_whole() -> None:
+    reader = OpenAIChatReader()
+    feed(
+        reader,
+        chunk({"content": "Hi"}),
+        chunk({}, "stop"),
+        chunk(usage={"prompt_tokens": 3, "completion_tokens": 1}),
     )
+    assert reader.end_of_body() == [
+        Success(UsageReported(Usage(3, 1))),
+        Success(StreamEnd("end_turn")),
+    ]
 
 
 def test_openai_bad_json_is_malformed() -> None:

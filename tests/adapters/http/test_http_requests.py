@@ -247,3 +247,34 @@ async def test_the_key_never_comes_back_in_a_message(server: ScriptedServer, rep
 def test_a_base_url_that_is_not_http_is_refused_at_once() -> None:
     with pytest.raises(ValueError, match="http:// or https://"):
         OpenAIChatModel(model="gpt", base_url="localhost:11434/v1", api_key=None)
+
+
+@pytest.mark.parametrize("protocol", ["openai", "anthropic"])
+async def test_an_interrupted_answer_is_sent_back_marked_as_cut_off(protocol: str) -> None:
+    name = (
+        "openai-chat/text_with_usage.sse"
+        if protocol == "openai"
+        else "anthropic/basic_response.sse"
+    )
+    recorder = Recorder(stream_file(name))
+    model = (
+        OpenAIChatModel(model="gpt", api_key=KEY, transport=recorder)
+        if protocol == "openai"
+        else AnthropicModel(model="claude-test", api_key=KEY, transport=recorder)
+    )
+    history = (
+        Message.user("Explain."),
+        Message.assistant("It is because", interrupted=True),
+        Message.user("Go on."),
+    )
+    await listen(model.stream(a_request(messages=history)))
+    messages = json.loads(recorder.requests[0].content)["messages"]
+    assistant = next(m for m in messages if m["role"] == "assistant")
+    content = assistant["content"]
+    text = content if isinstance(content, str) else content[0]["text"]
+    assert text == "It is because\n\n[this answer was cut off here]"
+
+
+def test_an_anthropic_base_url_given_with_its_v1_is_not_doubled() -> None:
+    model = AnthropicModel(model="claude", base_url="http://127.0.0.1:9/v1/", api_key=KEY)
+    assert model.base_url == "http://127.0.0.1:9"
