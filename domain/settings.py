@@ -15,7 +15,8 @@ from treadle.ports.tools import ToolLimits
 class SubAgentClocks:
     """A sub-agent reports every ``check_interval`` seconds and stops at ``deadline``.
 
-    After the deadline it has ``report_grace`` seconds to write its final report.
+    After the deadline it has ``report_grace`` seconds at most (and no longer than its
+    deadline) to write its final report.
     """
 
     check_interval: float = 30.0

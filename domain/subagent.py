@@ -155,8 +155,9 @@ class SubAgentRun:
             )
 
     async def _final_report(self) -> str:
-        """Ask the stopped sub-agent for its report, within the configured grace."""
-        grace = self.caller.settings.subagents.report_grace
+        """Ask the stopped sub-agent for its report, within a grace no longer than its
+        deadline (a 3 s sub-agent does not get a minute to report) nor the configured one."""
+        grace = min(self.caller.settings.subagents.report_grace, max(self.deadline, 1.0))
         stop = StopSignal(parent=self.caller.current_stop)
 
         async def stop_after_grace() -> None:

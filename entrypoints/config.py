@@ -260,7 +260,7 @@ def read_file_values(path: Path) -> dict[str, Any]:
 
 def read_env_values(environ: Mapping[str, str]) -> dict[str, tuple[Any, str]]:
     """Values from ``TREADLE_<KEY>`` variables, each with the variable's name."""
-    unknown = ignored_variables(environ)
+    unknown = unknown_variables(environ)
     if unknown:
         raise ConfigError(
             f"environment variable {unknown[0]}: not a configuration key "
@@ -277,8 +277,8 @@ def read_env_values(environ: Mapping[str, str]) -> dict[str, tuple[Any, str]]:
     return values
 
 
-def ignored_variables(environ: Mapping[str, str]) -> list[str]:
-    """``TREADLE_*`` variables that set nothing (a typo, or another tool's)."""
+def unknown_variables(environ: Mapping[str, str]) -> list[str]:
+    """``TREADLE_*`` variables that name no key (a typo): an error, like an unknown key."""
     known = {ENV_PREFIX + key.upper() for key in KEYS} | NOT_CONFIG_VARIABLES
     return sorted(
         name
@@ -378,7 +378,6 @@ def describe_config(app: AppConfig, environ: Mapping[str, str]) -> list[str]:
     if key_env:
         state = "set" if environ.get(key_env) else "not set"
         lines += ["", f"API key: ${key_env} is {state}"]
-    lines += [f"ignored: {name} (not a configuration key)" for name in ignored_variables(environ)]
     return lines
 
 

@@ -24,7 +24,7 @@ from treadle.adapters.http_model.transport import (
     status_failure,
     transport_failure,
 )
-from treadle.ports.model import ModelError, StreamEvent
+from treadle.ports.model import MalformedStream, ModelError, StreamEvent
 
 StreamItem = Result[StreamEvent, ModelError]
 
@@ -89,6 +89,17 @@ async def exchange(
         if not response.is_success:
             yield Failure(
                 await status_failure(response, secret=request.secret, key_env=request.key_env)
+            )
+            return
+        kind = response.headers.get("content-type", "").split(";")[0].strip().lower()
+        if kind == "application/json":
+            # A whole JSON answer where a stream was asked for: the server ignored
+            # "stream": true, and reading it as events would only say "malformed".
+            yield Failure(
+                MalformedStream(
+                    f"{where} answered with one JSON document, not an event stream: "
+                    "the server does not stream this endpoint"
+                )
             )
             return
         chunks = cast(AsyncGenerator[bytes, None], response.aiter_bytes())

@@ -87,6 +87,8 @@ async def test_a_sub_agent_that_cannot_report_in_its_grace_gets_a_report_from_th
     await r.agent.run_turn("x")
     result = r.model.requests[-1].messages[-1].text
     assert "The last thing it said: Starting the sleep." in result
+    (finished,) = r.terminal.of_type(SubAgentFinished)
+    assert finished.elapsed == 6.0  # its deadline, then a grace as long as the deadline
 
 
 async def test_a_sub_agents_tokens_are_added_to_the_calling_turn(rig):

@@ -278,3 +278,15 @@ async def test_an_interrupted_answer_is_sent_back_marked_as_cut_off(protocol: st
 def test_an_anthropic_base_url_given_with_its_v1_is_not_doubled() -> None:
     model = AnthropicModel(model="claude", base_url="http://127.0.0.1:9/v1/", api_key=KEY)
     assert model.base_url == "http://127.0.0.1:9"
+
+
+async def test_a_server_that_answers_json_instead_of_a_stream_is_named_as_such() -> None:
+    class JsonAnswer(httpx.AsyncBaseTransport):
+        async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+            return httpx.Response(200, json={"choices": [{"message": {"content": "hi"}}]})
+
+    model = OpenAIChatModel(
+        model="gpt", base_url="http://127.0.0.1:9/v1", api_key=None, transport=JsonAnswer()
+    )
+    items = await listen(model.stream(a_request()))
+    assert "answered with one JSON document, not an event stream" in str(items.items[-1])
