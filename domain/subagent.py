@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from treadle.domain.prompt import REPORT_REQUEST
@@ -17,7 +18,7 @@ from treadle.domain.response import Answer
 from treadle.domain.stop import StopSignal
 from treadle.ports.events import OutcomeKind, SubAgentFinished, SubAgentProgress, SubAgentStarted
 from treadle.ports.model import ToolSpec
-from treadle.ports.tools import Access, ToolContext, ToolOutcome, ToolResult
+from treadle.ports.tools import Access, EndTurn, ToolContext, ToolOutcome, ToolResult
 
 if TYPE_CHECKING:
     from treadle.domain.turn import Agent
@@ -89,8 +90,12 @@ class SubAgentRun:
         self.deadline_hit = False
         self.started = self.clock.now()
 
-    async def run(self) -> ToolResult:
-        """Run the sub-task; its tokens are added to the caller's turn."""
+    async def run(self) -> ToolOutcome:
+        """Run the sub-task; its tokens are added to the caller's turn.
+
+        A sub-agent that ends blocked or waiting for input ends its caller's turn the
+        same way; otherwise the caller reads its answer or report.
+        """
         caller, child = self.caller, self.child
         caller.emit(
             SubAgentStarted(child.name, self.task, self.check_interval, self.deadline, caller.name)
@@ -118,6 +123,11 @@ class SubAgentRun:
             else:
                 ending = outcome.screen_line
                 text = f"The sub-agent ended without finishing ({ending}). {self._summary()}"
+                if outcome.kind in (OutcomeKind.BLOCKED, OutcomeKind.WAITING):
+                    # Nobody could answer it, so nobody can answer its caller either: the
+                    # whole turn waits for the same person, who then hears what it needs.
+                    needed = replace(outcome, detail=f"{outcome.detail} (in {child.name})")
+                    return EndTurn(needed, text)
         finally:
             for timer in timers:
                 timer.cancel()

@@ -225,9 +225,9 @@ class Agent:
             self.settings.approval, tool.access, summary, allowed=self._allowed, tool=call.name
         )
         if isinstance(decision, Deny):
-            return self._refuse(call, decision.why)
+            return self._refuse(call, decision.why, summary)
         if isinstance(decision, Ask):
-            request = ApprovalRequest(call.name, summary, decision.prefix)
+            request = ApprovalRequest(call.name, summary, decision.prefix, self.name)
             reply = await self.ports.terminal.ask_approval(request)
             if reply is None:
                 needed = f"approval needed to run {call.name}: {summary}"
@@ -235,7 +235,7 @@ class Agent:
                 self.emit(ToolFinished(call, "blocked", True, 0.0, self.name))
                 return EndTurn(TurnOutcome.blocked(needed), f"Not run: {needed}.")
             if reply == "no":
-                return self._refuse(call, "the user declined this call")
+                return self._refuse(call, "the user declined this call", summary)
             if reply == "always":
                 self._allowed.add(decision.prefix)
         return await self._execute(tool, call, arguments, summary)
@@ -261,8 +261,8 @@ class Agent:
                 self.emit(ToolFinished(call, ending.kind.value, False, 0.0, self.name))
         return outcome
 
-    def _refuse(self, call: ToolCall, why: str) -> ToolResult:
-        self.emit(ToolStarted(call, call.arguments[:80], self.name))
+    def _refuse(self, call: ToolCall, why: str, summary: str = "") -> ToolResult:
+        self.emit(ToolStarted(call, summary or call.arguments[:80], self.name))
         self.emit(ToolFinished(call, "refused", True, 0.0, self.name))
         return ToolResult(f"Error: {why}", is_error=True, status="refused")
 

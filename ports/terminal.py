@@ -19,6 +19,7 @@ class ApprovalRequest:
     tool: str
     summary: str
     prefix: str
+    agent: str = ""
 
 
 class Terminal(Protocol):

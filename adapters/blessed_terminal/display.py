@@ -8,6 +8,7 @@ moment. It does no I/O, so its output can be checked line by line.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -249,7 +250,8 @@ class TurnView:
             rows.append(s.dim(f"  … and {len(tools) - MAX_TOOL_ROWS} more"))
         activity = self.activity
         if self.retry_at is not None:
-            activity = f"retrying in {max(0.0, self.retry_at - now):.0f} s — {self.retry_error}"
+            left = math.ceil(max(0.0, self.retry_at - now))  # never "in 0 s" while waiting
+            activity = f"retrying in {left} s — {self.retry_error}"
         counts = (
             f"{requests(self.requests)} · {self.usage.input_tokens:,} in / "
             f"{self.usage.output_tokens:,} out tokens · {format_elapsed(now - self.started)}"

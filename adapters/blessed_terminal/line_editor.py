@@ -22,10 +22,15 @@ from treadle.adapters.blessed_terminal.screen import cell_width, fit, fit_tail
 Ending = Literal["submit", "eof", "cancel"]
 
 
+LINE_BREAK = "⏎"
+
+
 class Key:
     """The names of the keys that are not characters."""
 
     ENTER: Final = "<enter>"
+    NEWLINE: Final = "<newline>"
+    """A line break inside the text: an Enter that arrives in the middle of a paste."""
     ESC: Final = "<esc>"
     BACKSPACE: Final = "<backspace>"
     DELETE: Final = "<delete>"
@@ -66,6 +71,10 @@ class LineEditor:
         match key:
             case Key.ENTER:
                 return "submit"
+            case Key.NEWLINE:
+                self._set(
+                    self.text[: self.cursor] + "\n" + self.text[self.cursor :], self.cursor + 1
+                )
             case Key.CTRL_C:
                 return "cancel"
             case Key.CTRL_D if not self.text:
@@ -115,10 +124,14 @@ class LineEditor:
         return line
 
     def view(self, width: int) -> tuple[str, int]:
-        """What fits in ``width`` columns around the cursor, and the cursor's column in it."""
-        before, after = self.text[: self.cursor], self.text[self.cursor :]
+        """What fits in ``width`` columns around the cursor, and the cursor's column in it.
+
+        Line breaks show as ⏎: the prompt stays one row.
+        """
+        shown_text = self.text.replace("\n", LINE_BREAK)
+        before, after = shown_text[: self.cursor], shown_text[self.cursor :]
         if cell_width(before) <= width - 2:
-            return fit(self.text, width - 1), cell_width(before)
+            return fit(shown_text, width - 1), cell_width(before)
         shown, used = fit_tail(before, width - 3)
         return "…" + shown + fit(after, max(1, width - 2 - used)), used + 1
 

@@ -63,6 +63,7 @@ class Prompts:
             self.screen.write_lines(
                 [
                     s.yellow("? ")
+                    + (s.magenta(f"[{request.agent}] ") if request.agent else "")
                     + s.bold(f"Allow {request.tool}: ")
                     + one_line(request.summary, 2_000)
                 ]
@@ -160,6 +161,10 @@ class Prompts:
                 if self._in_turn and key in (Key.ESC, Key.CTRL_C):
                     self._stop_pressed(key)
                     continue
+                if key == Key.ENTER and not self._keys.empty():
+                    # More keys already waiting behind an Enter: a paste, not a person
+                    # submitting; its lines stay one message.
+                    key = Key.NEWLINE
                 ending = editor.press(key)
                 if ending is None:
                     continue

@@ -217,6 +217,8 @@ class BlessedTerminal(Prompts):
                 self._exit_at_once()
                 return
             self._ctrl_c_at = now
+            # A second Ctrl-C that lands at the next prompt still means "leave".
+            self._prompt_ctrl_c_at = now
         self.view.stopping()
         self._interrupt()
         self._draw(now)

@@ -491,3 +491,26 @@ async def test_a_turn_ticks_its_live_rows_and_stops_ticking_when_it_ends(rig: Ri
     rig.terminal.show(ended(TurnOutcome.paused()))
     await asyncio.sleep(0)
     assert ticker.cancelled() and rig.terminal._ticker is None
+
+
+async def test_a_second_ctrl_c_at_the_prompt_after_a_paused_turn_leaves(rig: Rig) -> None:
+    rig.start()
+    rig.terminal.press(Key.CTRL_C)  # pauses the turn
+    rig.terminal.show(ended(TurnOutcome.paused()))
+    reading = asyncio.create_task(rig.terminal.read_task())
+    await asyncio.sleep(0)
+    rig.time.now += 1.0
+    rig.terminal.press(Key.CTRL_C)
+    assert await asyncio.wait_for(reading, 1) is None
+
+
+async def test_a_pasted_text_of_several_lines_is_one_task(rig: Rig) -> None:
+    reading = asyncio.create_task(rig.terminal.read_task())
+    await asyncio.sleep(0)
+    for key in "fix this:":
+        rig.terminal.press(key)
+    rig.terminal.press(Key.ENTER)  # more keys already waiting: part of the paste
+    for key in "  File x.py":
+        rig.terminal.press(key)
+    rig.terminal.press(Key.ENTER)  # the last one: submitted
+    assert await asyncio.wait_for(reading, 1) == "fix this:\n  File x.py"

@@ -73,3 +73,13 @@ def test_a_long_line_scrolls_to_keep_the_cursor_in_view() -> None:
     editor.press(Key.HOME)
     shown, column = editor.view(20)
     assert shown == "x" * 18 + "…" and column == 0
+
+
+def test_a_line_break_inside_the_text_shows_as_one_cell() -> None:
+    from treadle.adapters.blessed_terminal.line_editor import LineEditor
+
+    editor = LineEditor()
+    for key in ["a", Key.NEWLINE, "b"]:
+        editor.press(key)
+    assert editor.text == "a\nb"
+    assert editor.view(20) == ("a⏎b", 3)

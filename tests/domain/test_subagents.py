@@ -172,3 +172,29 @@ async def test_a_sub_agent_can_call_its_own_sub_agent(rig):
     r = rig(script)
     await r.agent.run_turn("x")
     assert {e.name for e in r.terminal.of_type(SubAgentStarted)} == {"agent-1", "agent-1/agent-1"}
+
+
+async def test_a_sub_agent_that_needs_a_yes_nobody_can_give_blocks_the_whole_turn(rig):
+    from treadle.domain.settings import TurnSettings
+
+    script = {
+        "*": [R((), (spawn("deploy"),)), R.saying("never")],
+        "deploy": [R.calling("bash", command="make deploy")],
+    }
+    r = rig(script, {"make deploy": FakeProcess()}, settings=TurnSettings(approval="ask"))
+    outcome = await r.agent.run_turn("x")
+    assert (outcome.kind, outcome.exit_code) == (OutcomeKind.BLOCKED, 3)
+    assert outcome.detail == "approval needed to run bash: make deploy (in agent-1)"
+    assert r.runner.specs == []
+    assert is_sendable(r.agent.history.messages)
+
+
+async def test_a_sub_agents_unanswered_question_makes_the_turn_wait_for_input(rig):
+    script = {
+        "*": [R((), (spawn("pick"),)), R.saying("never")],
+        "pick": [R.calling("ask", question="Which branch?")],
+    }
+    r = rig(script)
+    outcome = await r.agent.run_turn("x")
+    assert outcome.screen_line == "Turn waiting for input: Which branch? (in agent-1)"
+    assert "Which branch?" in r.agent.history.messages[-1].text
