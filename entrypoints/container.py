@@ -71,22 +71,13 @@ def _scripted_model(path: str, clock: Clock) -> Model:
 
 
 def _http_model(provider: str, name: str, app: AppConfig) -> Model:
-    if provider == "openai":
-        from treadle.adapters.http_model.openai_chat import OpenAIChatModel
+    from treadle.adapters.http_model import AnthropicModel, OpenAIChatModel
 
-        key_env = app.key_env or "OPENAI_API_KEY"
-        return OpenAIChatModel(
-            model=name,
-            base_url=app.base_url or "https://api.openai.com/v1",
-            api_key=os.environ.get(key_env) or None,
-            key_env=key_env,
-        )
-    from treadle.adapters.http_model.anthropic import AnthropicModel
-
-    key_env = app.key_env or "ANTHROPIC_API_KEY"
-    return AnthropicModel(
+    adapter = OpenAIChatModel if provider == "openai" else AnthropicModel
+    key_env = app.key_env or adapter.KEY_ENV
+    return adapter(
         model=name,
-        base_url=app.base_url or "https://api.anthropic.com",
+        base_url=app.base_url or None,
         api_key=os.environ.get(key_env) or None,
         key_env=key_env,
     )

@@ -10,21 +10,14 @@ Example::
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
 from typing import Any
 
-import httpx
-from returns.result import Result
-
 from treadle.adapters.http_model.anthropic_reader import AnthropicReader
-from treadle.adapters.http_model.exchange import HttpRequest, exchange, failing
-from treadle.adapters.http_model.transport import Connection, checked_base_url
+from treadle.adapters.http_model.endpoint import HttpModel
+from treadle.adapters.http_model.exchange import EventReader
 from treadle.ports.conversation import Message
 from treadle.ports.model import (
-    CredentialsRejected,
-    ModelError,
     ModelRequest,
-    StreamEvent,
     ToolSpec,
 )
 
@@ -32,60 +25,26 @@ ANTHROPIC_BASE_URL = "https://api.anthropic.com"
 ANTHROPIC_VERSION = "2023-06-01"
 
 
-class AnthropicModel:
-    """Messages, streamed; one attempt per :meth:`stream` call, each on a new
-    connection (the turn loop decides about retries).
+class AnthropicModel(HttpModel):
+    """Messages, with the ``anthropic-version`` header; a gateway needs no key."""
 
-    ``api_key`` is the key itself (the caller reads it from ``key_env``, which is only
-    named here to say what to set). The hosted API needs one; a gateway at another
-    ``base_url`` gets one only if it is given. ``transport`` is for tests and
-    benchmarks: the adapter then uses it as lent, and never closes it.
-    """
+    HOSTED_URL = ANTHROPIC_BASE_URL
+    KEY_ENV = "ANTHROPIC_API_KEY"
 
-    def __init__(
-        self,
-        *,
-        model: str,
-        base_url: str = ANTHROPIC_BASE_URL,
-        api_key: str | None,
-        key_env: str = "ANTHROPIC_API_KEY",
-        connect_timeout: float = 10,
-        read_timeout: float = 120,
-        transport: httpx.AsyncBaseTransport | None = None,
-    ) -> None:
-        self.model = model
+    def normalized_base_url(self, base_url: str) -> str:
         # The path is /v1/messages under the base URL; a base URL given with its /v1
         # (as OpenAI-compatible ones are) would otherwise ask for /v1/v1/messages.
-        self.base_url = checked_base_url(base_url).removesuffix("/v1")
-        self.key_env = key_env
-        self._key = api_key or None
-        self._hosted = self.base_url == ANTHROPIC_BASE_URL
-        self._connection = Connection(connect_timeout, read_timeout, transport)
+        return base_url.removesuffix("/v1")
 
-    def __repr__(self) -> str:
-        return f"AnthropicModel(model={self.model!r}, base_url={self.base_url!r})"
-
-    def stream(self, request: ModelRequest) -> AsyncIterator[Result[StreamEvent, ModelError]]:
-        if self._key is None and self._hosted:
-            return failing(CredentialsRejected(f"no API key: set {self.key_env}"))
-        headers = {
-            "content-type": "application/json",
-            "accept": "text/event-stream",
-            "anthropic-version": ANTHROPIC_VERSION,
-        }
-        if self._key is not None:
-            headers["x-api-key"] = self._key
-        body = messages_request_body(request, model=self.model)
-        http_request = HttpRequest(
-            f"{self.base_url}/v1/messages",
-            headers,
-            json.dumps(body).encode(),
-            self._key,
-            self.key_env,
-        )
+    def protocol(
+        self, request: ModelRequest, key: str | None
+    ) -> tuple[str, dict[str, str], dict[str, Any], EventReader]:
+        headers = {"anthropic-version": ANTHROPIC_VERSION}
+        if key is not None:
+            headers["x-api-key"] = key
         prefill = _prefill(request.continuation)
         reader = AnthropicReader(shown_whitespace=request.continuation[len(prefill) :])
-        return exchange(http_request, self._connection, reader)
+        return "/v1/messages", headers, messages_request_body(request, model=self.model), reader
 
 
 def messages_request_body(request: ModelRequest, *, model: str) -> dict[str, Any]:

@@ -10,22 +10,14 @@ Example::
 
 from __future__ import annotations
 
-import json
-from collections.abc import AsyncIterator
 from typing import Any
 
-import httpx
-from returns.result import Result
-
-from treadle.adapters.http_model.exchange import HttpRequest, exchange, failing
+from treadle.adapters.http_model.endpoint import HttpModel
+from treadle.adapters.http_model.exchange import EventReader
 from treadle.adapters.http_model.openai_chat_reader import OpenAIChatReader
-from treadle.adapters.http_model.transport import Connection, checked_base_url
 from treadle.ports.conversation import Message
 from treadle.ports.model import (
-    CredentialsRejected,
-    ModelError,
     ModelRequest,
-    StreamEvent,
     ToolSpec,
 )
 
@@ -33,52 +25,18 @@ OPENAI_BASE_URL = "https://api.openai.com/v1"
 CONTINUE_PROMPT = "Continue exactly where your answer stopped; do not repeat anything."
 
 
-class OpenAIChatModel:
-    """Chat Completions, streamed; one attempt per :meth:`stream` call, each on a new
-    connection (the turn loop decides about retries).
+class OpenAIChatModel(HttpModel):
+    """Chat Completions: OpenAI itself, or any server that speaks it (no key needed)."""
 
-    ``api_key`` is the key itself (the caller reads it from ``key_env``, which is only
-    named here to say what to set). The hosted API needs one; a server at another
-    ``base_url`` gets one only if it is given. ``transport`` is for tests and
-    benchmarks: the adapter then uses it as lent, and never closes it.
-    """
+    HOSTED_URL = OPENAI_BASE_URL
+    KEY_ENV = "OPENAI_API_KEY"
 
-    def __init__(
-        self,
-        *,
-        model: str,
-        base_url: str = OPENAI_BASE_URL,
-        api_key: str | None,
-        key_env: str = "OPENAI_API_KEY",
-        connect_timeout: float = 10,
-        read_timeout: float = 120,
-        transport: httpx.AsyncBaseTransport | None = None,
-    ) -> None:
-        self.model = model
-        self.base_url = checked_base_url(base_url)
-        self.key_env = key_env
-        self._key = api_key or None
-        self._hosted = self.base_url == OPENAI_BASE_URL
-        self._connection = Connection(connect_timeout, read_timeout, transport)
-
-    def __repr__(self) -> str:
-        return f"OpenAIChatModel(model={self.model!r}, base_url={self.base_url!r})"
-
-    def stream(self, request: ModelRequest) -> AsyncIterator[Result[StreamEvent, ModelError]]:
-        if self._key is None and self._hosted:
-            return failing(CredentialsRejected(f"no API key: set {self.key_env}"))
-        headers = {"content-type": "application/json", "accept": "text/event-stream"}
-        if self._key is not None:
-            headers["authorization"] = f"Bearer {self._key}"
-        body = chat_request_body(request, model=self.model, hosted=self._hosted)
-        http_request = HttpRequest(
-            f"{self.base_url}/chat/completions",
-            headers,
-            json.dumps(body).encode(),
-            self._key,
-            self.key_env,
-        )
-        return exchange(http_request, self._connection, OpenAIChatReader())
+    def protocol(
+        self, request: ModelRequest, key: str | None
+    ) -> tuple[str, dict[str, str], dict[str, Any], EventReader]:
+        headers = {"authorization": f"Bearer {key}"} if key is not None else {}
+        body = chat_request_body(request, model=self.model, hosted=self.hosted)
+        return "/chat/completions", headers, body, OpenAIChatReader()
 
 
 def chat_request_body(request: ModelRequest, *, model: str, hosted: bool) -> dict[str, Any]:

@@ -8,11 +8,11 @@ from typing import Any
 
 from returns.result import Failure, Result, Success
 
-from treadle.adapters.tools.arguments import plural, refuse, text, whole
-from treadle.adapters.tools.ripgrep import Listing, relative_target, run_ripgrep
+from treadle.adapters.tools.arguments import plural, refuse, text
+from treadle.adapters.tools.ripgrep import Listing, RipgrepTool, relative_target
 from treadle.adapters.tools.workspace import Workspace
 from treadle.ports.model import ToolSpec
-from treadle.ports.tools import Access, ToolContext, ToolOutcome, ToolResult
+from treadle.ports.tools import ToolContext, ToolResult
 
 DEFAULT_MAX_RESULTS = 500
 
@@ -48,58 +48,40 @@ SPEC = ToolSpec(
 )
 
 
-class FindFilesTool:
+class FindFilesTool(RipgrepTool):
     """Runs ``rg --files`` through the context's ProcessRunner."""
 
-    def __init__(self, ripgrep: str | None = None) -> None:
-        self._ripgrep = ripgrep
+    default_max_results = DEFAULT_MAX_RESULTS
 
     @property
     def spec(self) -> ToolSpec:
         return SPEC
 
-    @property
-    def access(self) -> Access:
-        return "read"
-
     def describe(self, arguments: Mapping[str, Any]) -> str:
         where = text(arguments, "path") or "the workspace"
         return f"find {text(arguments, 'glob') or 'all files'} in {where}"
 
-    async def run(self, arguments: Mapping[str, Any], context: ToolContext) -> ToolOutcome:
-        match _command(arguments, context):
-            case Failure(problem):
-                return refuse(problem)
-            case Success((options, cwd)):
+    def command(
+        self, arguments: Mapping[str, Any], context: ToolContext
+    ) -> Result[tuple[list[str], str], str]:
+        workspace = Workspace(context.workspace, (context.session_dir,))
+        path = text(arguments, "path") or "."
+        match workspace.resolve(path):
+            case Failure() as refused:
+                return refused
+            case Success(real) if not os.path.isdir(real):
+                what = "not a folder" if os.path.exists(real) else "no such folder"
+                return Failure(f"{what}: {path}")
+            case Success(real):
                 pass
-        max_results = whole(arguments, "max_results", DEFAULT_MAX_RESULTS)
-        outcome = await run_ripgrep(self._ripgrep, options, context, cwd=cwd, max_lines=max_results)
-        match outcome:
-            case Failure(problem):
-                return refuse(problem)
-            case Success(listing):
-                return _answer(listing, arguments)
-        raise AssertionError("unreachable")
+        glob = text(arguments, "glob")
+        options = ["--files", "--sort=path", *([f"--glob={glob}"] if glob else [])]
+        return Success(([*options, *relative_target(real, workspace.root)], workspace.root))
 
-
-def _command(
-    arguments: Mapping[str, Any], context: ToolContext
-) -> Result[tuple[list[str], str], str]:
-    if whole(arguments, "max_results", DEFAULT_MAX_RESULTS) < 1:
-        return Failure("max_results must be at least 1")
-    workspace = Workspace(context.workspace, (context.session_dir,))
-    path = text(arguments, "path") or "."
-    match workspace.resolve(path):
-        case Failure() as refused:
-            return refused
-        case Success(real) if not os.path.isdir(real):
-            what = "not a folder" if os.path.exists(real) else "no such folder"
-            return Failure(f"{what}: {path}")
-        case Success(real):
-            pass
-    glob = text(arguments, "glob")
-    options = ["--files", "--sort=path", *([f"--glob={glob}"] if glob else [])]
-    return Success(([*options, *relative_target(real, workspace.root)], workspace.root))
+    def answer(
+        self, listing: Listing, arguments: Mapping[str, Any], context: ToolContext
+    ) -> ToolResult:
+        return _answer(listing, arguments)
 
 
 def _answer(listing: Listing, arguments: Mapping[str, Any]) -> ToolResult:

@@ -10,13 +10,15 @@ import os
 import shlex
 import shutil
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
-from returns.result import Failure, Result
+from returns.result import Failure, Result, Success
 
+from treadle.adapters.tools.arguments import refuse, whole
 from treadle.ports.process import ProcessResult, ProcessSpec
-from treadle.ports.tools import ToolContext
+from treadle.ports.tools import Access, ToolContext, ToolOutcome, ToolResult
 
 MISSING = (
     "ripgrep (rg) is not installed: it comes with treadle's 'ripgrep' package "
@@ -70,6 +72,48 @@ async def run_ripgrep(
     return outcome.map(lambda result: _listing(result, max_lines)).alt(
         lambda error: f"ripgrep could not start: {error.detail}"
     )
+
+
+class RipgrepTool:
+    """A reading tool that runs rg: a subclass says which options (:meth:`command`),
+    how many result lines to keep at most, and what the model reads (:meth:`answer`).
+
+    ``ripgrep`` names the binary; by default the one beside the running Python, or on PATH.
+    """
+
+    access: Access = "read"
+    default_max_results = 100
+
+    def __init__(self, ripgrep: str | None = None) -> None:
+        self._ripgrep = ripgrep
+
+    def command(
+        self, arguments: Mapping[str, Any], context: ToolContext
+    ) -> Result[tuple[list[str], str], str]:
+        """The rg options for this call and the folder to run in, or why there are none."""
+        raise NotImplementedError
+
+    def answer(
+        self, listing: Listing, arguments: Mapping[str, Any], context: ToolContext
+    ) -> ToolResult:
+        raise NotImplementedError
+
+    async def run(self, arguments: Mapping[str, Any], context: ToolContext) -> ToolOutcome:
+        max_results = whole(arguments, "max_results", self.default_max_results)
+        if max_results < 1:
+            return refuse("max_results must be at least 1")
+        match self.command(arguments, context):
+            case Failure(problem):
+                return refuse(problem)
+            case Success((options, cwd)):
+                pass
+        outcome = await run_ripgrep(self._ripgrep, options, context, cwd=cwd, max_lines=max_results)
+        match outcome:
+            case Failure(problem):
+                return refuse(problem)
+            case Success(listing):
+                return self.answer(listing, arguments, context)
+        raise AssertionError("unreachable")
 
 
 def _listing(result: ProcessResult, max_lines: int) -> Listing:

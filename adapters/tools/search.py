@@ -10,10 +10,10 @@ from typing import Any
 from returns.result import Failure, Result, Success
 
 from treadle.adapters.tools.arguments import flag, plural, refuse, text, whole
-from treadle.adapters.tools.ripgrep import Listing, relative_target, run_ripgrep
+from treadle.adapters.tools.ripgrep import Listing, RipgrepTool, relative_target
 from treadle.adapters.tools.workspace import Workspace
 from treadle.ports.model import ToolSpec
-from treadle.ports.tools import Access, ToolContext, ToolOutcome, ToolResult
+from treadle.ports.tools import ToolContext, ToolResult
 
 DEFAULT_MAX_RESULTS = 100
 MAX_CONTEXT_LINES = 10
@@ -64,42 +64,29 @@ SPEC = ToolSpec(
 )
 
 
-class SearchTool:
-    """Runs ``rg`` through the context's ProcessRunner, with the tool deadline and bound.
+class SearchTool(RipgrepTool):
+    """Runs ``rg`` through the context's ProcessRunner, with the tool deadline and bound."""
 
-    ``ripgrep`` names the binary; by default the one beside the running Python, or on PATH.
-    """
-
-    def __init__(self, ripgrep: str | None = None) -> None:
-        self._ripgrep = ripgrep
+    default_max_results = DEFAULT_MAX_RESULTS
 
     @property
     def spec(self) -> ToolSpec:
         return SPEC
-
-    @property
-    def access(self) -> Access:
-        return "read"
 
     def describe(self, arguments: Mapping[str, Any]) -> str:
         where = text(arguments, "path") or "the workspace"
         glob = text(arguments, "glob")
         return f"search {text(arguments, 'pattern')!r} in {where}" + (f" ({glob})" if glob else "")
 
-    async def run(self, arguments: Mapping[str, Any], context: ToolContext) -> ToolOutcome:
-        match _command(arguments, context):
-            case Failure(problem):
-                return refuse(problem)
-            case Success((options, cwd)):
-                pass
-        max_results = whole(arguments, "max_results", DEFAULT_MAX_RESULTS)
-        outcome = await run_ripgrep(self._ripgrep, options, context, cwd=cwd, max_lines=max_results)
-        match outcome:
-            case Failure(problem):
-                return refuse(problem)
-            case Success(listing):
-                return _answer(listing, arguments, context.limits.default_timeout)
-        raise AssertionError("unreachable")
+    def command(
+        self, arguments: Mapping[str, Any], context: ToolContext
+    ) -> Result[tuple[list[str], str], str]:
+        return _command(arguments, context)
+
+    def answer(
+        self, listing: Listing, arguments: Mapping[str, Any], context: ToolContext
+    ) -> ToolResult:
+        return _answer(listing, arguments, context.limits.default_timeout)
 
 
 def _command(
@@ -112,8 +99,6 @@ def _command(
         return Failure("the pattern is empty: give a regular expression to look for")
     if not 0 <= context_lines <= MAX_CONTEXT_LINES:
         return Failure(f"context_lines must be between 0 and {MAX_CONTEXT_LINES}")
-    if whole(arguments, "max_results", DEFAULT_MAX_RESULTS) < 1:
-        return Failure("max_results must be at least 1")
     workspace = Workspace(context.workspace, (context.session_dir,))
     path = text(arguments, "path") or "."
     match workspace.resolve(path):

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from returns.result import Failure, Success
 
+from tests.processes import is_running
 from treadle.adapters.process import SubprocessRunner
 from treadle.adapters.process.environment import child_environment, looks_secret
 from treadle.ports.process import ProcessResult, ProcessSpec
@@ -32,15 +33,6 @@ echo ready > "$DIR/ready"
 echo ready
 sleep 300
 """
-
-
-def running(pid: int) -> bool:
-    """Alive and not a zombie waiting for its parent."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_bytes()
-    except OSError:
-        return False
-    return stat[stat.rfind(b")") + 2 :].split()[0] not in (b"Z", b"X")
 
 
 def contents(path: Path) -> str:
@@ -78,7 +70,7 @@ async def test_nothing_of_the_tree_survives_the_deadline(tmp_path: Path) -> None
     assert result.output == "ready\n"
     assert result.exit_code is None
     assert result.signal == signal.SIGTERM
-    assert [name for name, pid in pids.items() if running(pid)] == []
+    assert [name for name, pid in pids.items() if is_running(pid)] == []
 
 
 async def test_nothing_of_the_tree_survives_a_cancel(tmp_path: Path) -> None:
@@ -98,7 +90,7 @@ async def test_nothing_of_the_tree_survives_a_cancel(tmp_path: Path) -> None:
 
     pids = recorded_pids(tmp_path)
     assert len(pids) == 5
-    assert [name for name, pid in pids.items() if running(pid)] == []
+    assert [name for name, pid in pids.items() if is_running(pid)] == []
 
 
 async def test_a_program_ignoring_sigterm_gets_sigkill_after_the_grace(tmp_path: Path) -> None:
@@ -108,7 +100,7 @@ async def test_a_program_ignoring_sigterm_gets_sigkill_after_the_grace(tmp_path:
 
     assert result.timed_out
     assert result.signal == signal.SIGKILL
-    assert not running(int(result.output))
+    assert not is_running(int(result.output))
 
 
 async def test_a_background_child_holding_the_output_does_not_hold_the_call(
@@ -124,7 +116,7 @@ async def test_a_background_child_holding_the_output_does_not_hold_the_call(
     assert done == "done"
     assert result.exit_code == 0
     assert not result.timed_out
-    assert not running(int(child))
+    assert not is_running(int(child))
 
 
 async def test_a_detached_daemon_is_stopped_when_the_command_ends(tmp_path: Path) -> None:
@@ -134,7 +126,7 @@ async def test_a_detached_daemon_is_stopped_when_the_command_ends(tmp_path: Path
     result = ran(await runner.run(spec("(setsid sleep 300 >/dev/null 2>&1 & echo $!)", tmp_path)))
 
     assert result.exit_code == 0
-    assert not running(int(result.output))
+    assert not is_running(int(result.output))
 
 
 @pytest.mark.slow

@@ -86,15 +86,6 @@ async def test_a_retry_that_succeeds_goes_on_as_if_nothing_happened(rig):
     assert r.clock.slept == [1.0]
 
 
-async def test_every_retry_asks_the_model_for_a_fresh_attempt(rig):
-    r = rig(
-        [R.failing(TransportError("timeout")), R.failing(TransportError("timeout")), R.saying("ok")]
-    )
-    await r.agent.run_turn("x")
-    # the adapters open a new connection for every stream() call; attempt tells them which
-    assert [q.attempt for q in r.model.requests] == [1, 2, 3]
-
-
 async def test_a_failure_after_text_is_shown_ends_the_turn_and_prints_nothing_twice(rig):
     r = rig(
         [

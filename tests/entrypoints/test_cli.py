@@ -3,35 +3,18 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def treadle(*args: str, cwd: Path, env: dict[str, str] | None = None, timeout: float = 60):
-    full_env = {**os.environ, "PYTHONPATH": str(ROOT), **(env or {})}
-    return subprocess.run(
-        [sys.executable, "-m", "treadle", *args],
-        cwd=cwd,
-        env=full_env,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        stdin=subprocess.DEVNULL,
-    )
+from tests.processes import run_treadle, treadle_env
 
 
 @pytest.fixture
 def home(tmp_path: Path) -> dict[str, str]:
-    return {
-        "TREADLE_STATE_DIR": str(tmp_path / "state"),
-        "TREADLE_CONFIG_DIR": str(tmp_path / "config"),
-    }
+    return treadle_env(tmp_path)
 
 
 def test_version_loads_no_http_stack_terminal_library_or_container(tmp_path):
@@ -44,7 +27,7 @@ def test_version_loads_no_http_stack_terminal_library_or_container(tmp_path):
     result = subprocess.run(
         [sys.executable, "-c", code],
         cwd=tmp_path,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        env=treadle_env(),
         capture_output=True,
         text=True,
         check=True,
@@ -53,7 +36,7 @@ def test_version_loads_no_http_stack_terminal_library_or_container(tmp_path):
 
 
 def test_help_names_the_options_of_the_spec(tmp_path, home):
-    result = treadle("--help", cwd=tmp_path, env=home)
+    result = run_treadle("--help", cwd=tmp_path, env=home)
     for option in (
         "--model",
         "--base-url",
@@ -68,7 +51,7 @@ def test_help_names_the_options_of_the_spec(tmp_path, home):
 
 
 def test_no_model_configured_blocks_the_turn_with_exit_3(tmp_path, home):
-    result = treadle("do something", cwd=tmp_path, env=home)
+    result = run_treadle("do something", cwd=tmp_path, env=home)
     assert result.returncode == 3
     assert result.stdout.strip().splitlines()[-1].startswith("Turn blocked: no model configured")
 
@@ -89,7 +72,7 @@ def test_a_scripted_turn_runs_real_bash_and_finishes(tmp_path, home):
             }
         )
     )
-    result = treadle(
+    result = run_treadle(
         "--model", f"script:{script}", "--print", "write a file", cwd=tmp_path, env=home
     )
     assert result.returncode == 0, result.stderr
@@ -104,7 +87,7 @@ def test_a_scripted_turn_runs_real_bash_and_finishes(tmp_path, home):
 @pytest.mark.slow
 def test_the_demo_shows_every_behaviour_of_the_loop_and_finishes(tmp_path, home):
     (tmp_path / "a.py").write_text("print('hi')\n")
-    result = treadle("--model", "demo", "--approval", "auto", "show me", cwd=tmp_path, env=home)
+    result = run_treadle("--model", "demo", "--approval", "auto", "show me", cwd=tmp_path, env=home)
     assert result.returncode == 0, result.stderr
     out = result.stdout
     for shown in (

@@ -4,39 +4,23 @@
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.processes import gone_within, treadle_env, wait_for_pid, write_script
+
 SLEEP_COMMAND = "sleep 30 & echo $! > sleep.pid; wait"
-
-
-def environment(folder: Path) -> dict[str, str]:
-    return {
-        **os.environ,
-        "PYTHONPATH": str(ROOT),
-        "TREADLE_STATE_DIR": str(folder / "state"),
-        "TREADLE_CONFIG_DIR": str(folder / "config"),
-    }
-
-
-def write_script(folder: Path, *responses: dict[str, object]) -> Path:
-    script = folder / "script.json"
-    script.write_text(json.dumps({"responses": list(responses)}), encoding="utf-8")
-    return script
 
 
 def start(folder: Path, script: Path, *flags: str) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [sys.executable, "-m", "treadle", "--model", f"script:{script}", *flags, "the task"],
         cwd=folder,
-        env=environment(folder),
+        env=treadle_env(folder),
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -73,25 +57,6 @@ def test_every_line_is_one_json_event_and_the_last_is_the_outcome(tmp_path: Path
     assert (tmp_path / "hi.txt").read_text() == "hi\n"
 
 
-def wait_for_pid(folder: Path) -> int:
-    pid_file = folder / "sleep.pid"
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline:
-        text = pid_file.read_text().strip() if pid_file.exists() else ""
-        if text:
-            return int(text)
-        time.sleep(0.02)
-    raise AssertionError("the command never started")
-
-
-def is_running(pid: int) -> bool:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] != "Z"
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize(
     ("signum", "flag"),
@@ -104,7 +69,7 @@ def test_a_signal_pauses_a_headless_turn_and_kills_its_command(
         tmp_path, {"tool_calls": [{"name": "bash", "arguments": {"command": SLEEP_COMMAND}}]}
     )
     process = start(tmp_path, script, flag, "--approval", "auto")
-    pid = wait_for_pid(tmp_path)
+    pid = wait_for_pid(tmp_path / "sleep.pid")
     process.send_signal(signum)
     out, err = process.communicate(timeout=10)
     assert process.returncode == 130, err
@@ -113,7 +78,4 @@ def test_a_signal_pauses_a_headless_turn_and_kills_its_command(
         assert (last["type"], last["exit_code"], last["line"]) == ("turn_ended", 130, "Turn paused")
     else:
         assert out.splitlines()[-1].startswith("Turn paused — resume with: treadle --resume ")
-    deadline = time.monotonic() + 2
-    while is_running(pid) and time.monotonic() < deadline:
-        time.sleep(0.02)
-    assert not is_running(pid), f"sleep {pid} is still running"
+    assert gone_within(pid), f"sleep {pid} is still running"

@@ -7,22 +7,16 @@ import io
 import json
 import os
 import sys
-import time
 from pathlib import Path
 
 import pexpect
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.processes import gone_within, is_running, treadle_env, wait_for_pid, write_script
+
 SLEEP_COMMAND = "sleep 30 & echo $! > sleep.pid; wait"
 
 pytestmark = pytest.mark.slow
-
-
-def write_script(folder: Path, *responses: dict[str, object]) -> Path:
-    script = folder / "script.json"
-    script.write_text(json.dumps({"responses": list(responses)}), encoding="utf-8")
-    return script
 
 
 def sleeping_script(folder: Path) -> Path:
@@ -38,17 +32,9 @@ def sleeping_script(folder: Path) -> Path:
 
 
 def environment(folder: Path) -> dict[str, str]:
-    env = {
-        key: value
-        for key, value in os.environ.items()
-        if key not in ("NO_COLOR", "TREADLE_APPROVAL", "COLUMNS", "LINES")
-    }
-    env.update(
-        PYTHONPATH=str(ROOT),
-        TERM="xterm-256color",
-        TREADLE_STATE_DIR=str(folder / "state"),
-        TREADLE_CONFIG_DIR=str(folder / "config"),
-    )
+    env = treadle_env(folder, TERM="xterm-256color")
+    for inherited in ("NO_COLOR", "TREADLE_APPROVAL", "COLUMNS", "LINES"):
+        env.pop(inherited, None)
     return env
 
 
@@ -76,47 +62,20 @@ def treadle_args(script: Path, *rest: str) -> list[str]:
     return ["-m", "treadle", "--model", f"script:{script}", "--approval", "auto", *rest]
 
 
-def wait_for_pid(folder: Path) -> int:
-    pid_file = folder / "sleep.pid"
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline:
-        text = pid_file.read_text().strip() if pid_file.exists() else ""
-        if text:
-            return int(text)
-        time.sleep(0.02)
-    raise AssertionError("the command never started")
-
-
-def is_running(pid: int) -> bool:
-    """Whether ``pid`` is a live process (a zombie waiting to be reaped is not)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] != "Z"
-
-
-def gone_soon(pid: int) -> bool:
-    deadline = time.monotonic() + 2
-    while is_running(pid) and time.monotonic() < deadline:
-        time.sleep(0.02)
-    return not is_running(pid)
-
-
 @pytest.mark.parametrize("key", ["\x1b", "\x03"], ids=["esc", "ctrl-c"])
 def test_a_key_pauses_the_turn_at_once_and_kills_the_running_command(
     tmp_path: Path, key: str
 ) -> None:
     child = spawn(tmp_path, sys.executable, treadle_args(sleeping_script(tmp_path), "wait"))
     child.expect("sleep 30")  # the live row of the running command (reading keeps the pty flowing)
-    pid = wait_for_pid(tmp_path)
+    pid = wait_for_pid(tmp_path / "sleep.pid")
     assert is_running(pid)
     child.send(key)
     child.expect("Turn paused", timeout=1)
     child.expect(pexpect.EOF)
     child.close()
     assert child.exitstatus == 130
-    assert gone_soon(pid), f"sleep {pid} is still running"
+    assert gone_within(pid), f"sleep {pid} is still running"
     assert cursor_left_visible(child)
 
 
@@ -163,10 +122,10 @@ def test_esc_in_an_interactive_session_pauses_the_turn_and_the_prompt_comes_back
     child.expect("Type a task")
     child.send("wait for it\r")
     child.expect("sleep 30")
-    pid = wait_for_pid(tmp_path)
+    pid = wait_for_pid(tmp_path / "sleep.pid")
     child.send("\x1b")
     child.expect("Turn paused", timeout=1)
-    assert gone_soon(pid)
+    assert gone_within(pid)
     child.expect("› ")
     child.send("/exit\r")
     child.expect(pexpect.EOF)
@@ -186,7 +145,7 @@ def test_a_second_ctrl_c_exits_at_once_and_still_puts_the_terminal_back(tmp_path
     child.expect(r"([0-9a-f:]+)\r\n")
     before = child.match.group(1)
     child.expect("sleep 30")
-    pid = wait_for_pid(tmp_path)
+    pid = wait_for_pid(tmp_path / "sleep.pid")
     try:
         child.send("\x03")
         child.expect("stopping…")

@@ -4,27 +4,13 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from tests.processes import ROOT, run_treadle
+
 pytestmark = pytest.mark.slow
-
-REPO = Path(__file__).resolve().parents[2]
-
-
-def treadle(work: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "treadle", *args],
-        cwd=work,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        stdin=subprocess.DEVNULL,
-    )
 
 
 @pytest.fixture
@@ -54,11 +40,19 @@ def recorded(tmp_path: Path) -> tuple[Path, dict[str, str], Path]:
     env = {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
         "HOME": str(tmp_path),
-        "PYTHONPATH": str(REPO),
+        "PYTHONPATH": str(ROOT),
         "TREADLE_STATE_DIR": str(tmp_path / "state"),
         "TREADLE_CONFIG_DIR": str(tmp_path / "config"),
     }
-    result = treadle(work, env, "--model", "script:script.json", "--print", "count the lines")
+    result = run_treadle(
+        "--model",
+        "script:script.json",
+        "--print",
+        "count the lines",
+        cwd=work,
+        env=env,
+        timeout=120,
+    )
     assert result.returncode == 0, result.stderr
     (session,) = (tmp_path / "state" / "sessions").iterdir()
     return work, env, session
@@ -68,7 +62,7 @@ def test_a_recorded_session_replays_with_real_tools_and_no_divergence(
     recorded: tuple[Path, dict[str, str], Path],
 ) -> None:
     work, env, session = recorded
-    result = treadle(work, env, "replay", session.name, "--check")
+    result = run_treadle("replay", session.name, "--check", cwd=work, env=env, timeout=120)
     assert result.returncode == 0, result.stdout + result.stderr
     assert result.stdout.startswith("replay: 3 requests, no divergence")
 
@@ -78,7 +72,7 @@ def test_a_changed_workspace_is_the_divergence_reported(
 ) -> None:
     work, env, session = recorded
     (work / "data.txt").write_text("alpha\nbeta\ngamma\n")
-    result = treadle(work, env, "replay", session.name, "--check")
+    result = run_treadle("replay", session.name, "--check", cwd=work, env=env, timeout=120)
     assert result.returncode == 1
     assert result.stdout.startswith("replay diverged at request 2 (the main agent): ")
     assert "message 4 (tool)" in result.stdout and '2", now' in result.stdout
@@ -91,5 +85,7 @@ def test_recorded_tools_replay_it_anywhere(
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     transcript = str(session / "transcript.jsonl")
-    result = treadle(elsewhere, env, "replay", transcript, "--check", "--recorded-tools")
+    result = run_treadle(
+        "replay", transcript, "--check", "--recorded-tools", cwd=elsewhere, env=env, timeout=120
+    )
     assert result.returncode == 0, result.stdout + result.stderr

@@ -1,0 +1,72 @@
+"""What both model adapters are: a model at a server, a key, and one new connection
+per attempt. A protocol says only where to post, its headers, its body and its reader."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from typing import Any, ClassVar
+
+import httpx
+from returns.result import Result
+
+from treadle.adapters.http_model.exchange import EventReader, HttpRequest, exchange, failing
+from treadle.adapters.http_model.transport import Connection, checked_base_url
+from treadle.ports.model import CredentialsRejected, ModelError, ModelRequest, StreamEvent
+
+
+class HttpModel:
+    """The Model port over HTTP, streamed; one attempt per :meth:`stream` call, each on a
+    new connection (the turn loop decides about retries).
+
+    ``api_key`` is the key itself (the caller reads it from ``key_env``, which is only
+    named here to say what to set). The hosted API (``HOSTED_URL``) needs one; a server
+    at another ``base_url`` gets one only if it is given. ``transport`` is for tests and
+    benchmarks: the adapter then uses it as lent, and never closes it.
+    """
+
+    HOSTED_URL: ClassVar[str]
+    KEY_ENV: ClassVar[str]
+
+    def __init__(
+        self,
+        *,
+        model: str,
+        api_key: str | None,
+        base_url: str | None = None,
+        key_env: str | None = None,
+        connect_timeout: float = 10,
+        read_timeout: float = 120,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        self.model = model
+        self.base_url = self.normalized_base_url(checked_base_url(base_url or self.HOSTED_URL))
+        self.key_env = key_env or self.KEY_ENV
+        self.hosted = self.base_url == self.HOSTED_URL
+        self._key = api_key or None
+        self._connection = Connection(connect_timeout, read_timeout, transport)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(model={self.model!r}, base_url={self.base_url!r})"
+
+    def normalized_base_url(self, base_url: str) -> str:
+        return base_url
+
+    def stream(self, request: ModelRequest) -> AsyncIterator[Result[StreamEvent, ModelError]]:
+        if self._key is None and self.hosted:
+            return failing(CredentialsRejected(f"no API key: set {self.key_env}"))
+        path, headers, body, reader = self.protocol(request, self._key)
+        http_request = HttpRequest(
+            f"{self.base_url}{path}",
+            {"content-type": "application/json", "accept": "text/event-stream", **headers},
+            json.dumps(body).encode(),
+            self._key,
+            self.key_env,
+        )
+        return exchange(http_request, self._connection, reader)
+
+    def protocol(
+        self, request: ModelRequest, key: str | None
+    ) -> tuple[str, dict[str, str], dict[str, Any], EventReader]:
+        """The path to post to, the protocol's own headers, the body, and its reader."""
+        raise NotImplementedError
