@@ -12,9 +12,9 @@ from __future__ import annotations
 import json
 
 from treadle.adapters.fakes.model import ScriptedModel, ScriptedResponse
+from treadle.domain.values.conversation import ToolCall, Usage
+from treadle.domain.values.model import TransportError
 from treadle.ports.clock import Clock
-from treadle.ports.conversation import ToolCall, Usage
-from treadle.ports.model import TransportError
 
 SUB_TASK = "Find the five largest files here, then wait on a slow check."
 SUB_CHECK_INTERVAL = 1.0

@@ -10,7 +10,7 @@ from typing import IO, Any
 
 from treadle.adapters.redact import EventRedactor, Redactor
 from treadle.adapters.serialize import event_to_record, record_to_event
-from treadle.ports.events import TurnEvent
+from treadle.domain.values.events import TurnEvent
 
 
 class JsonlTranscript:

@@ -16,11 +16,10 @@ from collections.abc import Callable
 from typing import TextIO
 
 from treadle.adapters.serialize import event_to_record
-from treadle.ports.events import (
+from treadle.domain.values.events import (
     AnswerDelta,
     ContinuationRequested,
     MessageAdded,
-    OutcomeKind,
     PlanUpdated,
     RetryScheduled,
     SubAgentFinished,
@@ -32,7 +31,8 @@ from treadle.ports.events import (
     TurnEvent,
     TurnStarted,
 )
-from treadle.ports.terminal import ApprovalAnswer, ApprovalRequest
+from treadle.domain.values.outcome import OutcomeKind
+from treadle.domain.values.tools import ApprovalAnswer, ApprovalRequest
 
 PLAN_MARKS = {"completed": "[x]", "in_progress": "[>]", "pending": "[ ]"}
 

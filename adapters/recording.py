@@ -20,11 +20,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from treadle.ports.conversation import Message, ToolCall
-from treadle.ports.events import (
+from treadle.domain.values.conversation import Message, ToolCall
+from treadle.domain.values.events import (
     AnswerDelta,
     MessageAdded,
-    OutcomeKind,
     RequestFailed,
     RequestSent,
     ResponseReceived,
@@ -35,16 +34,16 @@ from treadle.ports.events import (
     ToolStarted,
     TurnEnded,
     TurnEvent,
-    TurnOutcome,
     TurnStarted,
 )
-from treadle.ports.model import (
+from treadle.domain.values.model import (
     CredentialsRejected,
     HttpStatusError,
     MalformedStream,
     ModelError,
     TransportError,
 )
+from treadle.domain.values.outcome import OutcomeKind, TurnOutcome
 
 DEADLINE = "deadline"
 _HTTP = re.compile(r"HTTP (\d{3})(?:: (.*))?\Z", re.DOTALL)

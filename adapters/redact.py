@@ -18,8 +18,9 @@ import re
 from collections.abc import Callable, Collection, Iterable, Mapping
 from typing import Any, TypeVar
 
-from treadle.ports.events import AnswerDelta, TurnEvent
-from treadle.ports.terminal import ApprovalAnswer, ApprovalRequest, Terminal
+from treadle.domain.values.events import AnswerDelta, TurnEvent
+from treadle.domain.values.tools import ApprovalAnswer, ApprovalRequest
+from treadle.ports.terminal import Terminal
 
 REDACTED = "[redacted]"
 MIN_SECRET_LENGTH = 8

@@ -28,7 +28,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from returns.result import Failure, Result, Success
-
 from treadle.adapters.recording import (
     DEADLINE,
     OUTCOMES,
@@ -37,10 +36,10 @@ from treadle.adapters.recording import (
     Recording,
 )
 from treadle.adapters.redact import REDACTED
-from treadle.domain.history import History
-from treadle.ports.conversation import Message
-from treadle.ports.events import OutcomeKind, RequestFailed, ResponseReceived, TurnOutcome
-from treadle.ports.model import (
+from treadle.domain.rules.history import History
+from treadle.domain.values.conversation import Message
+from treadle.domain.values.events import RequestFailed, ResponseReceived
+from treadle.domain.values.model import (
     MalformedStream,
     ModelError,
     ModelRequest,
@@ -51,7 +50,9 @@ from treadle.ports.model import (
     ToolSpec,
     UsageReported,
 )
-from treadle.ports.tools import Access, EndTurn, Tool, ToolContext, ToolOutcome, ToolResult
+from treadle.domain.values.outcome import OutcomeKind, TurnOutcome
+from treadle.domain.values.tools import Access, EndTurn, ToolOutcome, ToolResult
+from treadle.ports.tools import Tool, ToolContext
 
 __all__ = ["Divergence", "RecordedTool", "Recording", "ReplayModel", "recorded_tools"]
 

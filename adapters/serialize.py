@@ -19,8 +19,8 @@ import typing
 from collections.abc import Mapping
 from typing import Any, get_args, get_origin
 
-from treadle.ports import conversation, events
-from treadle.ports.events import TurnEvent
+from treadle.domain.values import conversation, events, model, outcome
+from treadle.domain.values.events import TurnEvent
 
 _EVENT_TYPES: tuple[type[Any], ...] = get_args(TurnEvent)
 
@@ -61,7 +61,9 @@ def record_to_event(record: Mapping[str, Any]) -> TurnEvent:
 @functools.cache
 def _field_types(kind: type[Any]) -> dict[str, Any]:
     # Resolving annotations is slow, and resume reads every event of a session.
-    return typing.get_type_hints(kind, vars(events) | vars(conversation))
+    return typing.get_type_hints(
+        kind, vars(conversation) | vars(model) | vars(outcome) | vars(events)
+    )
 
 
 def _build(kind: Any, value: Any) -> Any:

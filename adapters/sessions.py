@@ -26,10 +26,16 @@ from datetime import datetime
 from pathlib import Path
 
 from treadle.adapters.jsonl_transcript import JsonlTranscript, read_transcript
-from treadle.domain.history import History
-from treadle.domain.resume import rebuild_history, repaired_messages
-from treadle.ports.conversation import Usage
-from treadle.ports.events import MessageAdded, TurnEnded, TurnEvent, TurnStarted, UsageUpdated
+from treadle.domain.rules.history import History
+from treadle.domain.rules.resume import rebuild_history, repaired_messages
+from treadle.domain.values.conversation import Usage
+from treadle.domain.values.events import (
+    MessageAdded,
+    TurnEnded,
+    TurnEvent,
+    TurnStarted,
+    UsageUpdated,
+)
 
 TRANSCRIPT = "transcript.jsonl"
 META = "meta.json"

@@ -12,11 +12,12 @@ from collections.abc import Mapping
 from typing import Any
 
 from treadle.adapters.fakes import FakeClock, FakeRunner, ScriptedModel, ScriptedResponse
-from treadle.domain.settings import TurnSettings
-from treadle.domain.turn import Agent, TurnPorts
-from treadle.ports.events import TurnEvent
-from treadle.ports.model import ToolSpec
-from treadle.ports.tools import Access, ToolContext, ToolOutcome, ToolResult
+from treadle.domain.loop.settings import TurnSettings
+from treadle.domain.loop.turn import Agent, TurnPorts
+from treadle.domain.values.events import TurnEvent
+from treadle.domain.values.model import ToolSpec
+from treadle.domain.values.tools import Access, ToolOutcome, ToolResult
+from treadle.ports.tools import ToolContext
 
 
 class NoOpTool:

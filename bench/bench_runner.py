@@ -20,13 +20,14 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from returns.result import Result
-
-import treadle
 from treadle.adapters.fakes import FakeClock
 from treadle.adapters.process import SubprocessRunner
 from treadle.adapters.tools import SearchTool
-from treadle.ports.process import ProcessError, ProcessResult, ProcessSpec
-from treadle.ports.tools import ToolContext, ToolLimits, ToolResult
+from treadle.domain.values.process import ProcessError, ProcessResult, ProcessSpec
+from treadle.domain.values.tools import ToolLimits, ToolResult
+from treadle.ports.tools import ToolContext
+
+import treadle
 
 ROUNDS = 60
 SEARCH_ROUNDS = 8
@@ -36,7 +37,7 @@ SEARCH = {"pattern": r"def __init__\(self, \*", "glob": "*.py"}
 MEMORY_PROBE = """
 import asyncio, sys, tempfile
 from treadle.adapters.process import SubprocessRunner
-from treadle.ports.process import ProcessSpec
+from treadle.domain.values.process import ProcessSpec
 
 def peak_kib():
     with open("/proc/self/status") as status:

@@ -22,13 +22,12 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
 import httpx
-
 from treadle.adapters.http_model import AnthropicModel, OpenAIChatModel
 from treadle.adapters.http_model.anthropic import messages_request_body
 from treadle.adapters.http_model.openai_chat import chat_request_body
 from treadle.adapters.http_model.sse import SseParser
-from treadle.ports.conversation import Message, ToolCall
-from treadle.ports.model import ModelRequest, StreamEnd, TextDelta, ToolSpec
+from treadle.domain.values.conversation import Message, ToolCall
+from treadle.domain.values.model import ModelRequest, StreamEnd, TextDelta, ToolSpec
 
 STREAMS = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "streams"
 TARGET_BYTES = 10_000_000

@@ -92,9 +92,8 @@ def _direct(out: TextIO) -> Callable[[str], None]:
 
 def _through_the_display(out: TextIO) -> Callable[[str], None]:
     from blessed import Terminal
-
     from treadle.adapters.blessed_terminal import BlessedTerminal
-    from treadle.ports.events import AnswerDelta, RequestSent, TurnStarted
+    from treadle.domain.values.events import AnswerDelta, RequestSent, TurnStarted
 
     term = Terminal(kind="xterm-256color", stream=out, force_styling=True)
     terminal = BlessedTerminal(term, input_fd=None, live=True)

@@ -15,9 +15,9 @@ from pathlib import Path
 from treadle.adapters.jsonl_transcript import JsonlTranscript, read_transcript
 from treadle.adapters.redact import Redactor
 from treadle.adapters.serialize import event_to_record
-from treadle.domain.resume import rebuild_history
-from treadle.ports.conversation import Message, ToolCall, Usage
-from treadle.ports.events import (
+from treadle.domain.rules.resume import rebuild_history
+from treadle.domain.values.conversation import Message, ToolCall, Usage
+from treadle.domain.values.events import (
     AnswerDelta,
     MessageAdded,
     RequestSent,

@@ -1,1 +1,3 @@
-"""The pure core: the turn loop and the decisions it makes, with no I/O of its own."""
+"""The pure core, in three layers: ``values`` (the nouns of a turn), ``rules`` (the
+decisions, as pure functions of values) and ``loop`` (which drives the ports with the
+rules). No I/O of its own: the world is reached through :mod:`treadle.ports`."""

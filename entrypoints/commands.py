@@ -19,11 +19,11 @@ from pathlib import Path
 from typing import TextIO
 
 from treadle.adapters.replay_model import Divergence, Recording, ReplayModel, recorded_tools
-from treadle.domain.resume import rebuild_history
-from treadle.domain.stop import StopSignal
-from treadle.domain.turn import Agent, TurnPorts
+from treadle.domain.loop.stop import StopSignal
+from treadle.domain.loop.turn import Agent, TurnPorts
+from treadle.domain.rules.resume import rebuild_history
+from treadle.domain.values.conversation import Message
 from treadle.entrypoints.config import AppConfig, ConfigError, check_value
-from treadle.ports.conversation import Message
 
 REPLAY_STOP = "the recording ends here"
 _TIMING = re.compile(r"\b\d+(?:\.\d+)? s\b")

@@ -13,21 +13,21 @@ from pathlib import Path
 from typing import Any
 
 from dependency_injector import containers, providers
-
 from treadle.adapters.jsonl_transcript import JsonlTranscript
 from treadle.adapters.plain_terminal import JsonLinesTerminal, PlainTerminal
 from treadle.adapters.redact import RedactingTerminal, Redactor
 from treadle.adapters.sessions import META, TRANSCRIPT, SessionLog, SessionStore
 from treadle.adapters.system_clock import SystemClock
-from treadle.domain.approval import POLICIES
-from treadle.domain.settings import SubAgentClocks, TurnSettings
-from treadle.domain.truncation import TokenBudget
-from treadle.domain.turn import Agent, TurnPorts, core_tools
+from treadle.domain.loop.settings import SubAgentClocks, TurnSettings
+from treadle.domain.loop.turn import Agent, TurnPorts, core_tools
+from treadle.domain.rules.approval import POLICIES
+from treadle.domain.rules.truncation import TokenBudget
+from treadle.domain.values.tools import ToolLimits
 from treadle.entrypoints.config import RECORDED_SETTINGS, AppConfig
 from treadle.ports.clock import Clock
 from treadle.ports.model import Model
 from treadle.ports.process import ProcessRunner
-from treadle.ports.tools import Tool, ToolLimits
+from treadle.ports.tools import Tool
 
 
 class ModelNotConfigured(Exception):

@@ -1,7 +1,7 @@
 """An interactive session: a prompt, then a turn, then the prompt again, on one conversation.
 
 ``treadle`` with no task in a terminal runs :func:`run_interactive_session`. Every
-turn goes to the same :class:`~treadle.domain.turn.Agent`, so the model sees the
+turn goes to the same :class:`~treadle.domain.loop.turn.Agent`, so the model sees the
 whole conversation so far; a paused turn's history stays valid and the next
 message simply goes on from it.
 """
@@ -16,11 +16,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from treadle import __version__
-from treadle.domain.stop import StopSignal
-from treadle.domain.turn import Agent
+from treadle.domain.loop.stop import StopSignal
+from treadle.domain.loop.turn import Agent
+from treadle.domain.values.outcome import TurnOutcome
 from treadle.entrypoints.config import AppConfig
-from treadle.ports.events import TurnOutcome
+
+from treadle import __version__
 
 EXIT_COMMANDS = frozenset({"/exit", "/quit"})
 SECOND_INTERRUPT_WINDOW = 2.0
@@ -117,7 +118,6 @@ def run_interactive_session(app: AppConfig, session_dir: str, session_id: str) -
 
 async def _session(app: AppConfig, session_dir: str, session_id: str, greeting: list[str]) -> int:
     from dependency_injector import providers
-
     from treadle.entrypoints.container import Container, ModelNotConfigured
 
     container = Container()

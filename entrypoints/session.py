@@ -13,11 +13,12 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from treadle.domain.resume import RESUME_MESSAGE
-from treadle.domain.stop import StopSignal
+from treadle.domain.loop.stop import StopSignal
+from treadle.domain.rules.resume import RESUME_MESSAGE
+from treadle.domain.values.conversation import Usage
+from treadle.domain.values.events import TurnEnded
+from treadle.domain.values.outcome import TurnOutcome
 from treadle.entrypoints.config import AppConfig, ConfigError, load_config
-from treadle.ports.conversation import Usage
-from treadle.ports.events import TurnEnded, TurnOutcome
 
 SECOND_INTERRUPT_WINDOW = 2.0
 
@@ -118,7 +119,6 @@ def run_session(args: argparse.Namespace) -> int:
 
 async def _one_turn(app: AppConfig, task: str, mode: str, session_dir: str, session_id: str) -> int:
     from dependency_injector import providers
-
     from treadle.adapters.jsonl_transcript import TranscriptDamaged
     from treadle.entrypoints.container import Container, ModelNotConfigured
 

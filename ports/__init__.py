@@ -1,5 +1,4 @@
-"""The interfaces the core depends on, and the values that cross them.
-
-Every port is a :class:`typing.Protocol`; the values are frozen dataclasses.
-Expected failures come back as :class:`returns.result.Result` values.
+"""The interfaces the core depends on: each port is a :class:`typing.Protocol` over the
+domain's values (:mod:`treadle.domain.values`). Expected failures come back as
+:class:`returns.result.Result` values; exceptions are for bugs.
 """

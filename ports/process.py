@@ -2,53 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Protocol
 
 from returns.result import Result
-
-
-@dataclass(frozen=True, slots=True)
-class ProcessSpec:
-    """One command to run.
-
-    ``timeout`` is the deadline in seconds; ``output_limit`` bounds the bytes kept
-    (head and tail); ``env`` adds to the sanitised environment; when the bound cuts
-    something, the whole output is saved in ``spill_dir`` (if given).
-    """
-
-    command: str
-    cwd: str
-    timeout: float
-    output_limit: int = 30_000
-    env: Mapping[str, str] = field(default_factory=dict)
-    spill_dir: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class ProcessResult:
-    """How a command ended and what it printed (stdout and stderr interleaved).
-
-    ``exit_code`` is None when a signal ended it. ``omitted_bytes`` counts what the
-    bound left out of ``output``; ``full_output_path`` then names the whole output.
-    """
-
-    output: str
-    exit_code: int | None
-    signal: int | None
-    duration: float
-    timed_out: bool = False
-    truncated: bool = False
-    omitted_bytes: int = 0
-    full_output_path: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class ProcessError:
-    """The command could not be started at all."""
-
-    detail: str
+from treadle.domain.values.process import ProcessError, ProcessResult, ProcessSpec
 
 
 class ProcessRunner(Protocol):

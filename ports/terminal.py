@@ -3,23 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Literal, Protocol
+from typing import Protocol
 
-from treadle.ports.events import TurnEvent
-
-ApprovalAnswer = Literal["yes", "no", "always"]
-
-
-@dataclass(frozen=True, slots=True)
-class ApprovalRequest:
-    """A tool call that needs a yes. ``prefix`` is what "always" would allow from now on;
-    empty when no prefix is safe to allow, and "always" is then not offered."""
-
-    tool: str
-    summary: str
-    prefix: str
-    agent: str = ""
+from treadle.domain.values.events import TurnEvent
+from treadle.domain.values.tools import ApprovalAnswer, ApprovalRequest
 
 
 class Terminal(Protocol):

@@ -4,45 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
 
+from treadle.domain.values.events import TurnEvent
+from treadle.domain.values.model import ToolSpec
+from treadle.domain.values.tools import Access, ToolLimits, ToolOutcome
 from treadle.ports.clock import Clock
-from treadle.ports.events import TurnEvent, TurnOutcome
-from treadle.ports.model import ToolSpec
 from treadle.ports.process import ProcessRunner
-
-Access = Literal["read", "write", "execute", "none"]
-"""What a tool does to the machine; the approval policy decides on this."""
-
-
-@dataclass(frozen=True, slots=True)
-class ToolLimits:
-    """Deadlines (seconds) and the output bound (bytes) for tools that start programs."""
-
-    default_timeout: float = 120.0
-    max_timeout: float = 600.0
-    output_limit: int = 30_000
-    passthrough_env: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True, slots=True)
-class ToolResult:
-    """What goes back to the model. ``status`` is the short line shown on the terminal."""
-
-    text: str
-    is_error: bool = False
-    status: str = ""
-
-
-@dataclass(frozen=True, slots=True)
-class EndTurn:
-    """A tool that cannot go on without someone ends the turn (``ask`` when headless)."""
-
-    outcome: TurnOutcome
-    text: str = ""
-
-
-ToolOutcome = ToolResult | EndTurn
 
 
 @dataclass(frozen=True, slots=True)

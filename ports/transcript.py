@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from treadle.ports.events import TurnEvent
+from treadle.domain.values.events import TurnEvent
 
 
 class TranscriptStore(Protocol):

@@ -6,7 +6,6 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import pytest
-
 from treadle.adapters.fakes import (
     FakeClock,
     FakeProcess,
@@ -15,9 +14,9 @@ from treadle.adapters.fakes import (
     ScriptedModel,
     ScriptedResponse,
 )
-from treadle.domain.settings import TurnSettings
-from treadle.domain.turn import Agent, TurnPorts
-from treadle.ports.events import TurnEvent
+from treadle.domain.loop.settings import TurnSettings
+from treadle.domain.loop.turn import Agent, TurnPorts
+from treadle.domain.values.events import TurnEvent
 
 
 @dataclass

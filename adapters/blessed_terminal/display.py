@@ -15,11 +15,10 @@ from typing import Any
 
 from treadle.adapters.blessed_terminal.screen import cell_width, fit
 from treadle.adapters.plain_terminal import describe_event, one_line
-from treadle.ports.conversation import Usage
-from treadle.ports.events import (
+from treadle.domain.values.conversation import Usage
+from treadle.domain.values.events import (
     AnswerDelta,
     ContinuationRequested,
-    OutcomeKind,
     PlanStep,
     PlanUpdated,
     RequestSent,
@@ -35,6 +34,7 @@ from treadle.ports.events import (
     TurnStarted,
     UsageUpdated,
 )
+from treadle.domain.values.outcome import OutcomeKind
 
 Style = Callable[[str], str]
 

@@ -23,7 +23,7 @@ from treadle.adapters.blessed_terminal.screen import (
     fit,
 )
 from treadle.adapters.plain_terminal import one_line, printable
-from treadle.ports.terminal import ApprovalAnswer, ApprovalRequest
+from treadle.domain.values.tools import ApprovalAnswer, ApprovalRequest
 
 QUIT = "<quit>"
 APPROVAL_KEYS: dict[str, ApprovalAnswer] = {"y": "yes", "n": "no", "a": "always"}

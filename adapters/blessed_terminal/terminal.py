@@ -36,7 +36,7 @@ from treadle.adapters.blessed_terminal.screen import (
     Screen,
 )
 from treadle.adapters.plain_terminal import CONTROL_CHARACTERS, printable
-from treadle.ports.events import (
+from treadle.domain.values.events import (
     AnswerDelta,
     ContinuationRequested,
     ResponseReceived,

@@ -21,10 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from returns.result import Failure, Result, Success
-
-from treadle.ports.clock import Clock
-from treadle.ports.conversation import ToolCall, Usage
-from treadle.ports.model import (
+from treadle.domain.values.conversation import ToolCall, Usage
+from treadle.domain.values.model import (
     HttpStatusError,
     MalformedStream,
     ModelError,
@@ -37,6 +35,7 @@ from treadle.ports.model import (
     TransportError,
     UsageReported,
 )
+from treadle.ports.clock import Clock
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from treadle.ports.events import AnswerDelta, TurnEnded, TurnEvent
-from treadle.ports.terminal import ApprovalAnswer, ApprovalRequest
+from treadle.domain.values.events import AnswerDelta, TurnEnded, TurnEvent
+from treadle.domain.values.tools import ApprovalAnswer, ApprovalRequest
 
 
 class RecordingTerminal:

@@ -15,11 +15,8 @@ from typing import Any
 from treadle.adapters.http_model.anthropic_reader import AnthropicReader
 from treadle.adapters.http_model.endpoint import HttpModel
 from treadle.adapters.http_model.exchange import EventReader
-from treadle.ports.conversation import Message
-from treadle.ports.model import (
-    ModelRequest,
-    ToolSpec,
-)
+from treadle.domain.values.conversation import Message
+from treadle.domain.values.model import ModelRequest, ToolSpec
 
 ANTHROPIC_BASE_URL = "https://api.anthropic.com"
 ANTHROPIC_VERSION = "2023-06-01"

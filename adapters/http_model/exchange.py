@@ -15,7 +15,6 @@ from typing import Protocol, cast
 
 import httpx
 from returns.result import Failure, Result
-
 from treadle.adapters.http_model.sse import SseEvent, SseParser
 from treadle.adapters.http_model.transport import (
     Connection,
@@ -24,7 +23,7 @@ from treadle.adapters.http_model.transport import (
     status_failure,
     transport_failure,
 )
-from treadle.ports.model import MalformedStream, ModelError, StreamEvent
+from treadle.domain.values.model import MalformedStream, ModelError, StreamEvent
 
 StreamItem = Result[StreamEvent, ModelError]
 

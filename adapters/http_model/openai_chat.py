@@ -15,11 +15,8 @@ from typing import Any
 from treadle.adapters.http_model.endpoint import HttpModel
 from treadle.adapters.http_model.exchange import EventReader
 from treadle.adapters.http_model.openai_chat_reader import OpenAIChatReader
-from treadle.ports.conversation import Message
-from treadle.ports.model import (
-    ModelRequest,
-    ToolSpec,
-)
+from treadle.domain.values.conversation import Message
+from treadle.domain.values.model import ModelRequest, ToolSpec
 
 OPENAI_BASE_URL = "https://api.openai.com/v1"
 CONTINUE_PROMPT = "Continue exactly where your answer stopped; do not repeat anything."

@@ -21,7 +21,6 @@ import json
 from dataclasses import dataclass, field
 
 from returns.result import Failure, Success
-
 from treadle.adapters.http_model.exchange import StreamItem
 from treadle.adapters.http_model.payload import (
     JsonObject,
@@ -32,8 +31,8 @@ from treadle.adapters.http_model.payload import (
     text,
 )
 from treadle.adapters.http_model.sse import SseEvent
-from treadle.ports.conversation import ToolCall, Usage
-from treadle.ports.model import (
+from treadle.domain.values.conversation import ToolCall, Usage
+from treadle.domain.values.model import (
     MalformedStream,
     StopReason,
     StreamEnd,

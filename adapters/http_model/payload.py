@@ -8,9 +8,8 @@ import json.scanner
 from typing import Any
 
 from returns.result import Failure, Result
-
 from treadle.adapters.http_model.sse import SseEvent
-from treadle.ports.model import HttpStatusError, MalformedStream, ModelError, StreamEvent
+from treadle.domain.values.model import HttpStatusError, MalformedStream, ModelError, StreamEvent
 
 JsonObject = dict[str, Any]
 

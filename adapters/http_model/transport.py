@@ -18,8 +18,7 @@ import ssl
 from dataclasses import dataclass
 
 import httpx
-
-from treadle.ports.model import (
+from treadle.domain.values.model import (
     CredentialsRejected,
     HttpStatusError,
     ModelError,

@@ -18,7 +18,6 @@ import uuid
 from collections.abc import Collection
 
 from returns.result import Failure, Result, Success
-
 from treadle.adapters.process.environment import child_environment
 from treadle.adapters.process.spill import SPILL_CAP, OutputSpill
 from treadle.adapters.process.tree import (
@@ -29,8 +28,8 @@ from treadle.adapters.process.tree import (
 )
 from treadle.adapters.process.watchdog import OWNER_MARKER, ensure_watchdog
 from treadle.adapters.redact import Redactor
-from treadle.domain.output_bound import OutputBound
-from treadle.ports.process import ProcessError, ProcessResult, ProcessSpec
+from treadle.domain.rules.output_bound import OutputBound
+from treadle.domain.values.process import ProcessError, ProcessResult, ProcessSpec
 
 DRAIN_AFTER_EXIT = 0.2
 """After the command's own process ended, how long what is still in the pipe may take

@@ -8,7 +8,7 @@ import time
 import uuid
 
 from treadle.adapters.redact import Redactor
-from treadle.domain.output_bound import OutputBound
+from treadle.domain.rules.output_bound import OutputBound
 
 SPILL_CAP = 64 * 1024 * 1024
 """A runaway command can print without end; the saved copy stops at this size."""

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from treadle.ports.tools import ToolResult
+from treadle.domain.values.tools import ToolResult
 
 
 def text(arguments: Mapping[str, Any], name: str, default: str = "") -> str:

@@ -14,11 +14,11 @@ from collections.abc import Iterator, Mapping
 from typing import Any, BinaryIO
 
 from returns.result import Failure, Result, Success
-
 from treadle.adapters.tools.arguments import flag, plural, refuse, text, whole
 from treadle.adapters.tools.workspace import Workspace
-from treadle.ports.model import ToolSpec
-from treadle.ports.tools import Access, ToolContext, ToolOutcome, ToolResult
+from treadle.domain.values.model import ToolSpec
+from treadle.domain.values.tools import Access, ToolOutcome, ToolResult
+from treadle.ports.tools import ToolContext
 
 DEFAULT_LINES = 2000
 LONGEST_LINE = 2000

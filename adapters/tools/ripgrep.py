@@ -15,10 +15,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from returns.result import Failure, Result, Success
-
 from treadle.adapters.tools.arguments import refuse, whole
-from treadle.ports.process import ProcessResult, ProcessSpec
-from treadle.ports.tools import Access, ToolContext, ToolOutcome, ToolResult
+from treadle.domain.values.process import ProcessResult, ProcessSpec
+from treadle.domain.values.tools import Access, ToolOutcome, ToolResult
+from treadle.ports.tools import ToolContext
 
 MISSING = (
     "ripgrep (rg) is not installed: it comes with treadle's 'ripgrep' package "

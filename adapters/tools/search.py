@@ -8,12 +8,12 @@ from collections.abc import Mapping
 from typing import Any
 
 from returns.result import Failure, Result, Success
-
 from treadle.adapters.tools.arguments import flag, plural, refuse, text, whole
 from treadle.adapters.tools.ripgrep import Listing, RipgrepTool, relative_target
 from treadle.adapters.tools.workspace import Workspace
-from treadle.ports.model import ToolSpec
-from treadle.ports.tools import ToolContext, ToolResult
+from treadle.domain.values.model import ToolSpec
+from treadle.domain.values.tools import ToolResult
+from treadle.ports.tools import ToolContext
 
 DEFAULT_MAX_RESULTS = 100
 MAX_CONTEXT_LINES = 10

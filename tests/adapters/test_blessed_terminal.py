@@ -8,12 +8,10 @@ import json
 
 import pytest
 from blessed import Terminal
-
-from tests.adapters.vt_emulator import VirtualScreen
 from treadle.adapters.blessed_terminal import BlessedTerminal
 from treadle.adapters.blessed_terminal.line_editor import Key
-from treadle.ports.conversation import ToolCall, Usage
-from treadle.ports.events import (
+from treadle.domain.values.conversation import ToolCall, Usage
+from treadle.domain.values.events import (
     AnswerDelta,
     ContinuationRequested,
     PlanStep,
@@ -26,11 +24,13 @@ from treadle.ports.events import (
     ToolFinished,
     ToolStarted,
     TurnEnded,
-    TurnOutcome,
     TurnStarted,
     UsageUpdated,
 )
-from treadle.ports.terminal import ApprovalRequest
+from treadle.domain.values.outcome import TurnOutcome
+from treadle.domain.values.tools import ApprovalRequest
+
+from tests.adapters.vt_emulator import VirtualScreen
 
 WIDTH, HEIGHT = 100, 20
 BASH = ToolCall("call_1", "bash", json.dumps({"command": "ls -la"}))

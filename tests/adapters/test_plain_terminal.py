@@ -6,17 +6,17 @@ import io
 import json
 
 from treadle.adapters.plain_terminal import JsonLinesTerminal, PlainTerminal, printable
-from treadle.ports.conversation import Message, ToolCall, Usage
-from treadle.ports.events import (
+from treadle.domain.values.conversation import Message, ToolCall, Usage
+from treadle.domain.values.events import (
     AnswerDelta,
     MessageAdded,
     RetryScheduled,
     ToolFinished,
     ToolStarted,
     TurnEnded,
-    TurnOutcome,
     TurnStarted,
 )
+from treadle.domain.values.outcome import TurnOutcome
 
 HOSTILE = "\x1b]0;owned\x07\x1b[31mred\x9b2J\r"
 CALL = ToolCall("c1", "bash", '{"command": "ls"}')
@@ -72,7 +72,7 @@ def test_printable_keeps_tabs_newlines_and_unicode() -> None:
 
 
 def test_a_continued_answer_reads_as_one_line_with_the_note_after_it() -> None:
-    from treadle.ports.events import AnswerDelta, ContinuationRequested
+    from treadle.domain.values.events import AnswerDelta, ContinuationRequested
 
     out = io.StringIO()
     terminal = PlainTerminal(out)

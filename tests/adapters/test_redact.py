@@ -5,7 +5,6 @@ import itertools
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-
 from treadle.adapters.fakes import RecordingTerminal
 from treadle.adapters.redact import (
     REDACTED,
@@ -13,9 +12,9 @@ from treadle.adapters.redact import (
     RedactingTerminal,
     Redactor,
 )
-from treadle.ports.conversation import Message, ToolCall, Usage
-from treadle.ports.events import AnswerDelta, MessageAdded, ResponseReceived, ToolStarted
-from treadle.ports.terminal import ApprovalRequest
+from treadle.domain.values.conversation import Message, ToolCall, Usage
+from treadle.domain.values.events import AnswerDelta, MessageAdded, ResponseReceived, ToolStarted
+from treadle.domain.values.tools import ApprovalRequest
 
 SECRET = "sk-test-0123456789abcdef"
 

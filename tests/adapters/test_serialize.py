@@ -5,10 +5,9 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from treadle.adapters.serialize import EVENT_BY_NAME, event_to_record, record_to_event
-from treadle.ports.conversation import Message, ToolCall, Usage
-from treadle.ports.events import (
+from treadle.domain.values.conversation import Message, ToolCall, Usage
+from treadle.domain.values.events import (
     AnswerDelta,
     MessageAdded,
     PlanStep,
@@ -17,8 +16,8 @@ from treadle.ports.events import (
     SubAgentProgress,
     ToolFinished,
     TurnEnded,
-    TurnOutcome,
 )
+from treadle.domain.values.outcome import TurnOutcome
 
 CALL = ToolCall("c1", "bash", '{"command": "ls"}')
 EVENTS = [

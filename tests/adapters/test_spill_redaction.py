@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import pytest
 from returns.result import Success
-
 from treadle.adapters.process import SubprocessRunner
 from treadle.adapters.process import spill as spill_module
 from treadle.adapters.redact import Redactor
-from treadle.ports.process import ProcessSpec
+from treadle.domain.values.process import ProcessSpec
 
 SECRET = "s3cr3t-value-0123456789"
 

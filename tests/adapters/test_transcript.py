@@ -4,19 +4,18 @@ import json
 from pathlib import Path
 
 import pytest
-
 from treadle.adapters.jsonl_transcript import JsonlTranscript, read_transcript
 from treadle.adapters.redact import REDACTED, Redactor
-from treadle.ports.conversation import Message, Usage
-from treadle.ports.events import (
+from treadle.domain.values.conversation import Message, Usage
+from treadle.domain.values.events import (
     AnswerDelta,
     MessageAdded,
     ResponseReceived,
     TurnEnded,
     TurnEvent,
-    TurnOutcome,
     TurnStarted,
 )
+from treadle.domain.values.outcome import TurnOutcome
 
 EVENTS: list[TurnEvent] = [
     TurnStarted("fix it"),

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 from returns.result import Success
-
 from treadle.adapters.fakes import FakeClock, FakeProcess, FakeRunner
 from treadle.adapters.process import SubprocessRunner
-from treadle.ports.process import ProcessResult, ProcessRunner, ProcessSpec
+from treadle.domain.values.process import ProcessResult, ProcessSpec
+from treadle.ports.process import ProcessRunner
 
 SEQUENCE = "".join(f"{n}\n" for n in range(1, 10_001))
 

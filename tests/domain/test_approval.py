@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import pytest
-
 from treadle.adapters.fakes import FakeProcess, RecordingTerminal
 from treadle.adapters.fakes import ScriptedResponse as R
-from treadle.domain.approval import Allow, Ask, Deny, command_prefix, decide_approval
-from treadle.domain.settings import TurnSettings
-from treadle.ports.events import OutcomeKind
+from treadle.domain.loop.settings import TurnSettings
+from treadle.domain.rules.approval import Allow, Ask, Deny, command_prefix, decide_approval
+from treadle.domain.values.outcome import OutcomeKind
 
 
 @pytest.mark.parametrize(

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import pytest
 from returns.result import Failure, Success
-
 from treadle.adapters.fakes import FakeProcess
 from treadle.adapters.fakes import ScriptedResponse as R
-from treadle.domain.arguments import parse_arguments
-from treadle.domain.builtin_tools import BashTool, UpdatePlanTool
-from treadle.ports.conversation import ToolCall
-from treadle.ports.events import OutcomeKind
+from treadle.domain.loop.builtin_tools import BashTool, UpdatePlanTool
+from treadle.domain.rules.arguments import parse_arguments
+from treadle.domain.values.conversation import ToolCall
+from treadle.domain.values.outcome import OutcomeKind
 
 BASH = BashTool.spec.parameters
 PLAN = UpdatePlanTool.spec.parameters

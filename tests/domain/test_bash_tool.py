@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from treadle.adapters.fakes import FakeProcess
 from treadle.adapters.fakes import ScriptedResponse as R
-from treadle.domain.builtin_tools import describe_process, process_status
-from treadle.domain.settings import TurnSettings
-from treadle.ports.events import ToolFinished
-from treadle.ports.process import ProcessResult
-from treadle.ports.tools import ToolLimits
+from treadle.domain.loop.builtin_tools import describe_process, process_status
+from treadle.domain.loop.settings import TurnSettings
+from treadle.domain.values.events import ToolFinished
+from treadle.domain.values.process import ProcessResult
+from treadle.domain.values.tools import ToolLimits
 
 
 async def run_bash(rig, process: FakeProcess, limits: ToolLimits | None = None, **arguments):

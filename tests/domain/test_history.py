@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from hypothesis import given
 from hypothesis import strategies as st
-
-from treadle.domain.history import History, close_unanswered, is_sendable, unanswered_calls
-from treadle.ports.conversation import Message, ToolCall
+from treadle.domain.rules.history import History, close_unanswered, is_sendable, unanswered_calls
+from treadle.domain.values.conversation import Message, ToolCall
 
 CALL = ToolCall("c1", "bash", "{}")
 

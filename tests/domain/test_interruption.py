@@ -6,10 +6,11 @@ import asyncio
 
 from treadle.adapters.fakes import FakeProcess, RecordingTerminal
 from treadle.adapters.fakes import ScriptedResponse as R
-from treadle.domain.history import INTERRUPTED_RESULT, is_sendable
-from treadle.domain.stop import STOPPED, StopSignal
-from treadle.ports.conversation import ToolCall
-from treadle.ports.events import AnswerDelta, OutcomeKind, ToolStarted
+from treadle.domain.loop.stop import STOPPED, StopSignal
+from treadle.domain.rules.history import INTERRUPTED_RESULT, is_sendable
+from treadle.domain.values.conversation import ToolCall
+from treadle.domain.values.events import AnswerDelta, ToolStarted
+from treadle.domain.values.outcome import OutcomeKind
 
 
 def esc_after(kind, count=1):
@@ -83,8 +84,8 @@ async def test_calls_that_finished_before_the_stop_keep_their_real_results(rig):
 
 
 async def test_esc_while_waiting_to_retry_pauses_without_another_attempt(rig):
-    from treadle.ports.events import RetryScheduled
-    from treadle.ports.model import HttpStatusError
+    from treadle.domain.values.events import RetryScheduled
+    from treadle.domain.values.model import HttpStatusError
 
     r = rig(
         [R.failing(HttpStatusError(503)), R.saying("never")], terminal=esc_after(RetryScheduled)
@@ -153,8 +154,7 @@ class StallAfterCall:
 
     async def stream(self, request):
         from returns.result import Success
-
-        from treadle.ports.model import TextDelta, ToolCallReady
+        from treadle.domain.values.model import TextDelta, ToolCallReady
 
         yield Success(TextDelta("Running it"))
         yield Success(ToolCallReady(ToolCall("c1", "bash", '{"command": "rm -rf build"}')))
@@ -173,7 +173,7 @@ async def test_esc_after_a_call_arrived_leaves_the_history_sendable_at_once(rig)
 
 
 async def test_a_tool_stopped_midway_is_shown_as_interrupted(rig):
-    from treadle.ports.events import ToolFinished
+    from treadle.domain.values.events import ToolFinished
 
     r = rig(
         [R.calling("bash", command="sleep 9")],

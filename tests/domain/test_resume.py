@@ -3,20 +3,19 @@
 from __future__ import annotations
 
 import pytest
-
-from treadle.domain.history import INTERRUPTED_RESULT, History, is_sendable
-from treadle.domain.resume import rebuild_history, repaired_messages
-from treadle.ports.conversation import Message, ToolCall, Usage
-from treadle.ports.events import (
+from treadle.domain.rules.history import INTERRUPTED_RESULT, History, is_sendable
+from treadle.domain.rules.resume import rebuild_history, repaired_messages
+from treadle.domain.values.conversation import Message, ToolCall, Usage
+from treadle.domain.values.events import (
     AnswerDelta,
     MessageAdded,
     RequestSent,
     ResponseReceived,
     TurnEnded,
     TurnEvent,
-    TurnOutcome,
     TurnStarted,
 )
+from treadle.domain.values.outcome import TurnOutcome
 
 LS = ToolCall("c1", "bash", '{"command": "ls"}')
 CAT = ToolCall("c2", "bash", '{"command": "cat x"}')

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import pytest
-
 from treadle.adapters.fakes import ScriptedResponse as R
-from treadle.domain.retry import (
+from treadle.domain.rules.retry import (
     RETRYABLE_STATUSES,
     GiveUp,
     Retry,
@@ -13,13 +12,14 @@ from treadle.domain.retry import (
     decide_retry,
     is_transient,
 )
-from treadle.ports.events import AnswerDelta, OutcomeKind, RetryScheduled
-from treadle.ports.model import (
+from treadle.domain.values.events import AnswerDelta, RetryScheduled
+from treadle.domain.values.model import (
     CredentialsRejected,
     HttpStatusError,
     MalformedStream,
     TransportError,
 )
+from treadle.domain.values.outcome import OutcomeKind
 
 TRANSIENT = [
     TransportError("connection_closed"),

@@ -6,17 +6,17 @@ import json
 
 from treadle.adapters.fakes import FakeProcess, RecordingTerminal
 from treadle.adapters.fakes import ScriptedResponse as R
-from treadle.domain.history import is_sendable
-from treadle.domain.prompt import REPORT_REQUEST
-from treadle.ports.conversation import ToolCall, Usage
-from treadle.ports.events import (
-    OutcomeKind,
+from treadle.domain.loop.prompt import REPORT_REQUEST
+from treadle.domain.rules.history import is_sendable
+from treadle.domain.values.conversation import ToolCall, Usage
+from treadle.domain.values.events import (
     SubAgentFinished,
     SubAgentProgress,
     SubAgentStarted,
     ToolStarted,
     TurnEnded,
 )
+from treadle.domain.values.outcome import OutcomeKind
 
 
 def spawn(task: str, call_id: str = "a1", **clocks: float) -> ToolCall:
@@ -175,7 +175,7 @@ async def test_a_sub_agent_can_call_its_own_sub_agent(rig):
 
 
 async def test_a_sub_agent_that_needs_a_yes_nobody_can_give_blocks_the_whole_turn(rig):
-    from treadle.domain.settings import TurnSettings
+    from treadle.domain.loop.settings import TurnSettings
 
     script = {
         "*": [R((), (spawn("deploy"),)), R.saying("never")],

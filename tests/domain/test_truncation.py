@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 import pytest
-
 from treadle.adapters.fakes import FakeProcess
 from treadle.adapters.fakes import ScriptedResponse as R
-from treadle.domain.settings import TurnSettings
-from treadle.domain.truncation import Continue, ResponseTruncated, TokenBudget, continue_truncated
-from treadle.ports.conversation import ToolCall
-from treadle.ports.events import ContinuationRequested, OutcomeKind
+from treadle.domain.loop.settings import TurnSettings
+from treadle.domain.rules.truncation import (
+    Continue,
+    ResponseTruncated,
+    TokenBudget,
+    continue_truncated,
+)
+from treadle.domain.values.conversation import ToolCall
+from treadle.domain.values.events import ContinuationRequested
+from treadle.domain.values.outcome import OutcomeKind
 
 
 def cut(text: str) -> R:

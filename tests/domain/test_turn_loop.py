@@ -3,22 +3,21 @@
 from __future__ import annotations
 
 import pytest
-
 from treadle.adapters.fakes import FakeProcess, RecordingTerminal
 from treadle.adapters.fakes import ScriptedResponse as R
-from treadle.domain.history import is_sendable
-from treadle.domain.prompt import SYSTEM_PROMPT
-from treadle.ports.conversation import ToolCall, Usage
-from treadle.ports.events import (
+from treadle.domain.loop.prompt import SYSTEM_PROMPT
+from treadle.domain.rules.history import is_sendable
+from treadle.domain.values.conversation import ToolCall, Usage
+from treadle.domain.values.events import (
     MessageAdded,
-    OutcomeKind,
     PlanUpdated,
     ToolFinished,
     ToolStarted,
     TurnEnded,
     TurnStarted,
 )
-from treadle.ports.model import CredentialsRejected, HttpStatusError, TransportError
+from treadle.domain.values.model import CredentialsRejected, HttpStatusError, TransportError
+from treadle.domain.values.outcome import OutcomeKind
 
 
 async def test_one_turn_repeats_requests_until_the_model_answers_without_a_tool(rig):
@@ -200,8 +199,8 @@ async def test_a_crashing_tool_becomes_a_tool_error_and_the_loop_goes_on(rig):
 
 
 async def test_an_empty_history_given_to_the_agent_is_the_one_it_keeps(rig):
-    from treadle.domain.history import History
-    from treadle.domain.turn import Agent
+    from treadle.domain.loop.turn import Agent
+    from treadle.domain.rules.history import History
 
     r = rig([R.saying("hi")])
     history = History()
@@ -240,8 +239,8 @@ async def test_an_empty_history_given_to_the_agent_is_the_one_it_keeps(rig):
     ],
 )
 async def test_whatever_the_outcome_the_conversation_is_sendable(rig, script):
-    from treadle.domain.history import is_sendable
-    from treadle.domain.settings import TurnSettings
+    from treadle.domain.loop.settings import TurnSettings
+    from treadle.domain.rules.history import is_sendable
 
     r = rig(
         script,

@@ -5,9 +5,9 @@ from __future__ import annotations
 import signal
 
 from treadle.adapters.fakes import RecordingTerminal, ScriptedResponse
-from treadle.domain.stop import StopSignal
+from treadle.domain.loop.stop import StopSignal
+from treadle.domain.values.events import TurnStarted
 from treadle.entrypoints.interactive import SessionInterrupts, run_interactive
-from treadle.ports.events import TurnStarted
 
 
 class TypedTasks(RecordingTerminal):

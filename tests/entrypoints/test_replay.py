@@ -9,8 +9,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from tests.golden.demo_scenario import GOLDEN
 from treadle.adapters.fakes import (
     FakeClock,
     FakeProcess,
@@ -22,21 +20,24 @@ from treadle.adapters.fakes import (
 from treadle.adapters.jsonl_transcript import JsonlTranscript, read_transcript
 from treadle.adapters.recording import Recording, recorded_failure
 from treadle.adapters.redact import Redactor
-from treadle.domain.approval import ApprovalPolicy
-from treadle.domain.resume import rebuild_history, repaired_messages
-from treadle.domain.settings import TurnSettings
-from treadle.domain.turn import Agent, TurnPorts, core_tools
-from treadle.entrypoints.commands import build_parser, run_subcommand
-from treadle.entrypoints.commands import replay as replay_command
-from treadle.ports.events import MessageAdded, ToolStarted, TurnEvent, TurnOutcome
-from treadle.ports.model import (
+from treadle.domain.loop.settings import TurnSettings
+from treadle.domain.loop.turn import Agent, TurnPorts, core_tools
+from treadle.domain.rules.approval import ApprovalPolicy
+from treadle.domain.rules.resume import rebuild_history, repaired_messages
+from treadle.domain.values.events import MessageAdded, ToolStarted, TurnEvent
+from treadle.domain.values.model import (
     CredentialsRejected,
     HttpStatusError,
     MalformedStream,
     ModelError,
     TransportError,
 )
-from treadle.ports.terminal import ApprovalAnswer
+from treadle.domain.values.outcome import TurnOutcome
+from treadle.domain.values.tools import ApprovalAnswer
+from treadle.entrypoints.commands import build_parser, run_subcommand
+from treadle.entrypoints.commands import replay as replay_command
+
+from tests.golden.demo_scenario import GOLDEN
 
 R = ScriptedResponse
 

@@ -17,11 +17,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from treadle.adapters.jsonl_transcript import read_transcript
-from treadle.domain.history import History, is_sendable
-from treadle.domain.resume import rebuild_history
-from treadle.ports.events import MessageAdded, RequestSent, TurnEvent, TurnStarted
+from treadle.domain.rules.history import History, is_sendable
+from treadle.domain.rules.resume import rebuild_history
+from treadle.domain.values.events import MessageAdded, RequestSent, TurnEvent, TurnStarted
 
 pytestmark = pytest.mark.slow
 

@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 from dependency_injector import providers
-
 from treadle.adapters.fakes import (
     FakeClock,
     FakeProcess,
@@ -19,14 +18,14 @@ from treadle.adapters.fakes import (
 )
 from treadle.adapters.jsonl_transcript import read_transcript
 from treadle.adapters.sessions import SessionBusy, SessionStore, read_meta
-from treadle.domain.history import INTERRUPTED_RESULT, is_sendable
-from treadle.domain.resume import RESUME_MESSAGE
-from treadle.domain.turn import core_tools
+from treadle.domain.loop.turn import core_tools
+from treadle.domain.rules.history import INTERRUPTED_RESULT, is_sendable
+from treadle.domain.rules.resume import RESUME_MESSAGE
+from treadle.domain.values.conversation import Message, ToolCall, Usage
+from treadle.domain.values.events import MessageAdded, ToolStarted, TurnEvent, TurnStarted
 from treadle.entrypoints.config import AppConfig
 from treadle.entrypoints.container import Container
 from treadle.entrypoints.session import open_session, run_session
-from treadle.ports.conversation import Message, ToolCall, Usage
-from treadle.ports.events import MessageAdded, ToolStarted, TurnEvent, TurnStarted
 
 SLOW = "make slow-check"
 

@@ -6,7 +6,6 @@ from pathlib import Path
 
 import pytest
 from freezegun import freeze_time
-
 from treadle.adapters.jsonl_transcript import JsonlTranscript
 from treadle.adapters.sessions import (
     KILLED,
@@ -15,9 +14,10 @@ from treadle.adapters.sessions import (
     SessionStore,
     read_meta,
 )
+from treadle.domain.values.conversation import Usage
+from treadle.domain.values.events import TurnEnded, TurnStarted, UsageUpdated
+from treadle.domain.values.outcome import TurnOutcome
 from treadle.entrypoints.commands import run_subcommand
-from treadle.ports.conversation import Usage
-from treadle.ports.events import TurnEnded, TurnOutcome, TurnStarted, UsageUpdated
 
 DEAD_PID = 2**22 + 12345  # above any pid_max: never a live process
 

@@ -18,9 +18,9 @@ from treadle.adapters.demo import demo_model
 from treadle.adapters.fakes import FakeClock, FakeProcess, FakeRunner, RecordingTerminal
 from treadle.adapters.jsonl_transcript import JsonlTranscript
 from treadle.adapters.redact import Redactor
-from treadle.domain.settings import TurnSettings
-from treadle.domain.turn import Agent, TurnPorts, core_tools
-from treadle.ports.events import TurnOutcome
+from treadle.domain.loop.settings import TurnSettings
+from treadle.domain.loop.turn import Agent, TurnPorts, core_tools
+from treadle.domain.values.outcome import TurnOutcome
 
 GOLDEN = Path(__file__).with_name("demo.jsonl")
 DEMO_TASK = "Show what treadle does, on this folder"

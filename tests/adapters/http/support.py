@@ -8,9 +8,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from returns.result import Failure, Result, Success
-
-from treadle.ports.conversation import Message, ToolCall, Usage
-from treadle.ports.model import (
+from treadle.domain.values.conversation import Message, ToolCall, Usage
+from treadle.domain.values.model import (
     ModelError,
     ModelRequest,
     StreamEnd,

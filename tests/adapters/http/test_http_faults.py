@@ -11,11 +11,8 @@ from typing import Any
 
 import httpx
 import pytest
-
-from tests.adapters.http.server import Fault, FaultKind, Reply, ScriptedServer
-from tests.adapters.http.support import KEY, Heard, a_request, listen, stream_file
 from treadle.adapters.http_model import AnthropicModel, OpenAIChatModel
-from treadle.ports.model import (
+from treadle.domain.values.model import (
     CredentialsRejected,
     HttpStatusError,
     ModelError,
@@ -23,6 +20,9 @@ from treadle.ports.model import (
     TextDelta,
     TransportError,
 )
+
+from tests.adapters.http.server import Fault, FaultKind, Reply, ScriptedServer
+from tests.adapters.http.support import KEY, Heard, a_request, listen, stream_file
 
 HttpModel = AnthropicModel | OpenAIChatModel
 ModelFactory = Callable[..., HttpModel]

@@ -8,13 +8,12 @@ from typing import Any
 
 import pytest
 from returns.result import Failure, Success
-
 from treadle.adapters.http_model.anthropic_reader import AnthropicReader
 from treadle.adapters.http_model.exchange import StreamItem
 from treadle.adapters.http_model.openai_chat_reader import OpenAIChatReader
 from treadle.adapters.http_model.sse import SseEvent
-from treadle.ports.conversation import ToolCall, Usage
-from treadle.ports.model import (
+from treadle.domain.values.conversation import ToolCall, Usage
+from treadle.domain.values.model import (
     HttpStatusError,
     MalformedStream,
     ModelError,

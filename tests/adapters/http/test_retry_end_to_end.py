@@ -9,14 +9,14 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 import pytest
+from treadle.adapters.fakes import FakeClock, FakeRunner, RecordingTerminal
+from treadle.adapters.http_model import AnthropicModel, OpenAIChatModel
+from treadle.domain.loop.settings import TurnSettings
+from treadle.domain.loop.turn import Agent, TurnPorts
+from treadle.domain.values.outcome import OutcomeKind, TurnOutcome
 
 from tests.adapters.http.server import Fault, FaultKind, Reply, ScriptedServer
 from tests.adapters.http.support import KEY, anthropic_text_stream, openai_text_stream
-from treadle.adapters.fakes import FakeClock, FakeRunner, RecordingTerminal
-from treadle.adapters.http_model import AnthropicModel, OpenAIChatModel
-from treadle.domain.settings import TurnSettings
-from treadle.domain.turn import Agent, TurnPorts
-from treadle.ports.events import OutcomeKind, TurnOutcome
 
 ANSWER = ["The tests ", "pass."]
 STREAMS = {"anthropic": anthropic_text_stream(ANSWER), "openai": openai_text_stream(ANSWER)}

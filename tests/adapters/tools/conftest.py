@@ -6,10 +6,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-
 from treadle.adapters.fakes import FakeClock
 from treadle.adapters.process import SubprocessRunner
-from treadle.ports.tools import ToolContext, ToolLimits
+from treadle.domain.values.tools import ToolLimits
+from treadle.ports.tools import ToolContext
 
 
 async def no_answer(question: str) -> str | None:

@@ -10,7 +10,6 @@ from typing import Any
 
 import pytest
 from returns.result import Failure, Success
-
 from treadle.adapters.tools import (
     EditFileTool,
     ReadFileTool,
@@ -18,8 +17,9 @@ from treadle.adapters.tools import (
     WriteFileTool,
     file_tools,
 )
-from treadle.domain.arguments import parse_arguments
-from treadle.ports.tools import Tool, ToolContext, ToolResult
+from treadle.domain.rules.arguments import parse_arguments
+from treadle.domain.values.tools import ToolResult
+from treadle.ports.tools import Tool, ToolContext
 
 Context = Callable[..., ToolContext]
 

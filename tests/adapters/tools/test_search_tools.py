@@ -7,10 +7,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-
 from treadle.adapters.tools import FindFilesTool, SearchTool
 from treadle.adapters.tools.ripgrep import find_ripgrep
-from treadle.ports.tools import ToolContext, ToolResult
+from treadle.domain.values.tools import ToolResult
+from treadle.ports.tools import ToolContext
 
 Context = Callable[..., ToolContext]
 

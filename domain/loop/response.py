@@ -10,15 +10,13 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 
 from returns.result import Failure, Result, Success
-
-from treadle.domain.history import History
-from treadle.domain.retry import GiveUp, decide_retry
-from treadle.domain.settings import TurnSettings
-from treadle.domain.stop import STOPPED, StopSignal
-from treadle.domain.truncation import ResponseTruncated, continue_truncated
-from treadle.ports.clock import Clock
-from treadle.ports.conversation import Message, ToolCall, Usage
-from treadle.ports.events import (
+from treadle.domain.loop.settings import TurnSettings
+from treadle.domain.loop.stop import STOPPED, StopSignal
+from treadle.domain.rules.history import History
+from treadle.domain.rules.retry import GiveUp, decide_retry
+from treadle.domain.rules.truncation import ResponseTruncated, continue_truncated
+from treadle.domain.values.conversation import Message, ToolCall, Usage
+from treadle.domain.values.events import (
     AnswerDelta,
     ContinuationRequested,
     RequestFailed,
@@ -26,13 +24,11 @@ from treadle.ports.events import (
     ResponseReceived,
     RetryScheduled,
     TurnEvent,
-    TurnOutcome,
 )
-from treadle.ports.model import (
+from treadle.domain.values.model import (
     CredentialsRejected,
     HttpStatusError,
     MalformedStream,
-    Model,
     ModelError,
     ModelRequest,
     StreamEnd,
@@ -43,6 +39,9 @@ from treadle.ports.model import (
     TransportError,
     UsageReported,
 )
+from treadle.domain.values.outcome import TurnOutcome
+from treadle.ports.clock import Clock
+from treadle.ports.model import Model
 
 
 @dataclass(frozen=True, slots=True)

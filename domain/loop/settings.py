@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from treadle.domain.approval import ApprovalPolicy
-from treadle.domain.prompt import SYSTEM_PROMPT
-from treadle.domain.retry import RetrySchedule
-from treadle.domain.truncation import TokenBudget
-from treadle.ports.tools import ToolLimits
+from treadle.domain.loop.prompt import SYSTEM_PROMPT
+from treadle.domain.rules.approval import ApprovalPolicy
+from treadle.domain.rules.retry import RetrySchedule
+from treadle.domain.rules.truncation import TokenBudget
+from treadle.domain.values.tools import ToolLimits
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,15 +13,17 @@ from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from treadle.domain.prompt import REPORT_REQUEST
-from treadle.domain.response import Answer
-from treadle.domain.stop import StopSignal
-from treadle.ports.events import OutcomeKind, SubAgentFinished, SubAgentProgress, SubAgentStarted
-from treadle.ports.model import ToolSpec
-from treadle.ports.tools import Access, EndTurn, ToolContext, ToolOutcome, ToolResult
+from treadle.domain.loop.prompt import REPORT_REQUEST
+from treadle.domain.loop.response import Answer
+from treadle.domain.loop.stop import StopSignal
+from treadle.domain.values.events import SubAgentFinished, SubAgentProgress, SubAgentStarted
+from treadle.domain.values.model import ToolSpec
+from treadle.domain.values.outcome import OutcomeKind
+from treadle.domain.values.tools import Access, EndTurn, ToolOutcome, ToolResult
+from treadle.ports.tools import ToolContext
 
 if TYPE_CHECKING:
-    from treadle.domain.turn import Agent
+    from treadle.domain.loop.turn import Agent
 
 MIN_CHECK_INTERVAL = 0.1
 """Below this, progress reports would flood the terminal and the transcript."""

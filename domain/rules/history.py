@@ -6,7 +6,7 @@ import hashlib
 import json
 from collections.abc import Callable, Iterable, Sequence
 
-from treadle.ports.conversation import Message, ToolCall
+from treadle.domain.values.conversation import Message, ToolCall
 
 INTERRUPTED_RESULT = "interrupted: the turn was stopped before this call finished"
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from treadle.ports.model import (
+from treadle.domain.values.model import (
     CredentialsRejected,
     HttpStatusError,
     MalformedStream,

@@ -16,9 +16,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from treadle.domain.history import History, close_unanswered
-from treadle.ports.conversation import Message, ToolCall
-from treadle.ports.events import (
+from treadle.domain.rules.history import History, close_unanswered
+from treadle.domain.values.conversation import Message, ToolCall
+from treadle.domain.values.events import (
     AnswerDelta,
     MessageAdded,
     RequestSent,

@@ -14,7 +14,7 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Literal
 
-from treadle.ports.tools import Access
+from treadle.domain.values.tools import Access
 
 ApprovalPolicy = Literal["ask", "auto", "read-only"]
 POLICIES: tuple[ApprovalPolicy, ...] = ("ask", "auto", "read-only")

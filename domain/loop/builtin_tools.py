@@ -6,11 +6,12 @@ from collections.abc import Mapping
 from typing import Any
 
 from returns.result import Failure, Success
-
-from treadle.ports.events import PlanStep, PlanUpdated, TurnOutcome
-from treadle.ports.model import ToolSpec
-from treadle.ports.process import ProcessResult, ProcessSpec
-from treadle.ports.tools import Access, EndTurn, ToolContext, ToolOutcome, ToolResult
+from treadle.domain.values.events import PlanStep, PlanUpdated
+from treadle.domain.values.model import ToolSpec
+from treadle.domain.values.outcome import TurnOutcome
+from treadle.domain.values.process import ProcessResult, ProcessSpec
+from treadle.domain.values.tools import Access, EndTurn, ToolOutcome, ToolResult
+from treadle.ports.tools import ToolContext
 
 
 class BashTool:

@@ -13,30 +13,31 @@ import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from treadle.domain.approval import Ask, Deny, decide_approval
-from treadle.domain.arguments import parse_arguments
-from treadle.domain.builtin_tools import AskTool, BashTool, UpdatePlanTool
-from treadle.domain.history import INTERRUPTED_RESULT, History, close_unanswered
-from treadle.domain.response import Answer, Responder
-from treadle.domain.settings import TurnSettings
-from treadle.domain.stop import STOPPED, Stopped, StopSignal
-from treadle.domain.subagent import AgentTool
-from treadle.ports.clock import Clock
-from treadle.ports.conversation import Message, ToolCall, Usage
-from treadle.ports.events import (
+from treadle.domain.loop.builtin_tools import AskTool, BashTool, UpdatePlanTool
+from treadle.domain.loop.response import Answer, Responder
+from treadle.domain.loop.settings import TurnSettings
+from treadle.domain.loop.stop import STOPPED, Stopped, StopSignal
+from treadle.domain.loop.subagent import AgentTool
+from treadle.domain.rules.approval import Ask, Deny, decide_approval
+from treadle.domain.rules.arguments import parse_arguments
+from treadle.domain.rules.history import INTERRUPTED_RESULT, History, close_unanswered
+from treadle.domain.values.conversation import Message, ToolCall, Usage
+from treadle.domain.values.events import (
     MessageAdded,
     ToolFinished,
     ToolStarted,
     TurnEnded,
     TurnEvent,
-    TurnOutcome,
     TurnStarted,
     UsageUpdated,
 )
+from treadle.domain.values.outcome import TurnOutcome
+from treadle.domain.values.tools import ApprovalRequest, EndTurn, ToolOutcome, ToolResult
+from treadle.ports.clock import Clock
 from treadle.ports.model import Model
 from treadle.ports.process import ProcessRunner
-from treadle.ports.terminal import ApprovalRequest, Terminal
-from treadle.ports.tools import EndTurn, Tool, ToolContext, ToolOutcome, ToolResult
+from treadle.ports.terminal import Terminal
+from treadle.ports.tools import Tool, ToolContext
 from treadle.ports.transcript import TranscriptStore
 
 

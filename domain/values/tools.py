@@ -1,0 +1,55 @@
+"""What a tool call may do, its limits, what it gives back, and the approval it asks for."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from treadle.domain.values.outcome import TurnOutcome
+
+Access = Literal["read", "write", "execute", "none"]
+"""What a tool does to the machine; the approval policy decides on this."""
+
+
+@dataclass(frozen=True, slots=True)
+class ToolLimits:
+    """Deadlines (seconds) and the output bound (bytes) for tools that start programs."""
+
+    default_timeout: float = 120.0
+    max_timeout: float = 600.0
+    output_limit: int = 30_000
+    passthrough_env: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResult:
+    """What goes back to the model. ``status`` is the short line shown on the terminal."""
+
+    text: str
+    is_error: bool = False
+    status: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class EndTurn:
+    """A tool that cannot go on without someone ends the turn (``ask`` when headless)."""
+
+    outcome: TurnOutcome
+    text: str = ""
+
+
+ToolOutcome = ToolResult | EndTurn
+
+
+ApprovalAnswer = Literal["yes", "no", "always"]
+
+
+@dataclass(frozen=True, slots=True)
+class ApprovalRequest:
+    """A tool call that needs a yes. ``prefix`` is what "always" would allow from now on;
+    empty when no prefix is safe to allow, and "always" is then not offered."""
+
+    tool: str
+    summary: str
+    prefix: str
+    agent: str = ""
