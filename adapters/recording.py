@@ -43,7 +43,7 @@ from treadle.domain.values.model import (
     ModelError,
     TransportError,
 )
-from treadle.domain.values.outcome import OutcomeKind, TurnOutcome
+from treadle.domain.values.outcome import FailureKind, OutcomeKind, TurnOutcome
 
 DEADLINE = "deadline"
 _HTTP = re.compile(r"HTTP (\d{3})(?:: (.*))?\Z", re.DOTALL)
@@ -59,7 +59,7 @@ def recorded_failure(text: str, *, retried: bool, outcome: TurnOutcome | None) -
         return TransportError("connection_reset", text)
     if outcome is not None and outcome.kind is OutcomeKind.BLOCKED:
         return CredentialsRejected(text)
-    if outcome is not None and outcome.reason == "MalformedStream":
+    if outcome is not None and outcome.reason is FailureKind.MALFORMED:
         return MalformedStream(text)
     return TransportError("other", text)
 

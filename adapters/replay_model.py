@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from returns.result import Failure, Result, Success
+
 from treadle.adapters.recording import (
     DEADLINE,
     OUTCOMES,
@@ -50,7 +51,7 @@ from treadle.domain.values.model import (
     ToolSpec,
     UsageReported,
 )
-from treadle.domain.values.outcome import OutcomeKind, TurnOutcome
+from treadle.domain.values.outcome import NeedsAnswer, NeedsApproval, OutcomeKind, TurnEnding
 from treadle.domain.values.tools import Access, EndTurn, ToolOutcome, ToolResult
 from treadle.ports.tools import Tool, ToolContext
 
@@ -328,10 +329,10 @@ class RecordedTool:
         outcome = self.recording.turn_outcome(recorded.conversation, recorded.turn)
         if status in OUTCOMES:
             detail = outcome.detail if outcome is not None else ""
-            return EndTurn(TurnOutcome(OutcomeKind(status), detail), result.text if result else "")
+            return EndTurn(_ending(OutcomeKind(status), detail), result.text if result else "")
         if result is None or result.interrupted:
             if not recorded.started and outcome is not None and outcome.kind is OutcomeKind.BLOCKED:
-                return EndTurn(outcome)
+                return EndTurn(NeedsApproval(outcome.detail))
             if recorded.conversation.ending != DEADLINE and self.on_cut is not None:
                 self.on_cut()
             await asyncio.get_running_loop().create_future()  # until the stop cancels it
@@ -357,3 +358,8 @@ def recorded_tools(
         RecordedTool(tool, recording, answer_from_recording=answer_from_recording, on_cut=on_cut)
         for tool in tools
     ]
+
+
+def _ending(kind: OutcomeKind, detail: str) -> TurnEnding:
+    """Why a recorded call ended its turn: only a question or an approval can."""
+    return NeedsAnswer(detail) if kind is OutcomeKind.WAITING else NeedsApproval(detail)

@@ -20,14 +20,14 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from returns.result import Result
+
+import treadle
 from treadle.adapters.fakes import FakeClock
 from treadle.adapters.process import SubprocessRunner
 from treadle.adapters.tools import SearchTool
 from treadle.domain.values.process import ProcessError, ProcessResult, ProcessSpec
 from treadle.domain.values.tools import ToolLimits, ToolResult
 from treadle.ports.tools import ToolContext
-
-import treadle
 
 ROUNDS = 60
 SEARCH_ROUNDS = 8
@@ -119,6 +119,7 @@ async def _search_figures() -> list[str]:
         limits=ToolLimits(),
         emit=lambda event: None,
         ask_question=_no_answer,
+        until_stopped=never_stopped,
     )
     tool = SearchTool()
     first = await tool.run(SEARCH, context)
@@ -164,3 +165,7 @@ def run() -> list[str]:
 
 if __name__ == "__main__":
     print("\n".join(run()))
+
+
+async def never_stopped() -> None:
+    await asyncio.Event().wait()

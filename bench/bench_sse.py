@@ -22,6 +22,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
 import httpx
+
 from treadle.adapters.http_model import AnthropicModel, OpenAIChatModel
 from treadle.adapters.http_model.anthropic import messages_request_body
 from treadle.adapters.http_model.openai_chat import chat_request_body

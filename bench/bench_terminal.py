@@ -92,6 +92,7 @@ def _direct(out: TextIO) -> Callable[[str], None]:
 
 def _through_the_display(out: TextIO) -> Callable[[str], None]:
     from blessed import Terminal
+
     from treadle.adapters.blessed_terminal import BlessedTerminal
     from treadle.domain.values.events import AnswerDelta, RequestSent, TurnStarted
 

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from dependency_injector import containers, providers
+
 from treadle.adapters.jsonl_transcript import JsonlTranscript
 from treadle.adapters.plain_terminal import JsonLinesTerminal, PlainTerminal
 from treadle.adapters.redact import RedactingTerminal, Redactor

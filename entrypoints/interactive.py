@@ -16,12 +16,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from treadle import __version__
 from treadle.domain.loop.stop import StopSignal
 from treadle.domain.loop.turn import Agent
-from treadle.domain.values.outcome import TurnOutcome
+from treadle.domain.values.outcome import NoModel, end_turn
 from treadle.entrypoints.config import AppConfig
-
-from treadle import __version__
 
 EXIT_COMMANDS = frozenset({"/exit", "/quit"})
 SECOND_INTERRUPT_WINDOW = 2.0
@@ -118,6 +117,7 @@ def run_interactive_session(app: AppConfig, session_dir: str, session_id: str) -
 
 async def _session(app: AppConfig, session_dir: str, session_id: str, greeting: list[str]) -> int:
     from dependency_injector import providers
+
     from treadle.entrypoints.container import Container, ModelNotConfigured
 
     container = Container()
@@ -133,7 +133,7 @@ async def _session(app: AppConfig, session_dir: str, session_id: str, greeting: 
         try:
             agent = container.agent()
         except ModelNotConfigured as error:
-            outcome = TurnOutcome.blocked(str(error))
+            outcome = end_turn(NoModel(str(error)))
             print(outcome.screen_line)
             return outcome.exit_code
         terminal.note(greeting)

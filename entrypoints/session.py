@@ -17,7 +17,7 @@ from treadle.domain.loop.stop import StopSignal
 from treadle.domain.rules.resume import RESUME_MESSAGE
 from treadle.domain.values.conversation import Usage
 from treadle.domain.values.events import TurnEnded
-from treadle.domain.values.outcome import TurnOutcome
+from treadle.domain.values.outcome import NoModel, Stopped, end_turn
 from treadle.entrypoints.config import AppConfig, ConfigError, load_config
 
 SECOND_INTERRUPT_WINDOW = 2.0
@@ -119,6 +119,7 @@ def run_session(args: argparse.Namespace) -> int:
 
 async def _one_turn(app: AppConfig, task: str, mode: str, session_dir: str, session_id: str) -> int:
     from dependency_injector import providers
+
     from treadle.adapters.jsonl_transcript import TranscriptDamaged
     from treadle.entrypoints.container import Container, ModelNotConfigured
 
@@ -134,7 +135,7 @@ async def _one_turn(app: AppConfig, task: str, mode: str, session_dir: str, sess
         agent = container.agent()
     except ModelNotConfigured as error:
         # Shown as any turn's end would be: a line, or the last JSON event.
-        outcome = TurnOutcome.blocked(str(error))
+        outcome = end_turn(NoModel(str(error)))
         container.screen().show(TurnEnded(outcome, Usage(), 0, 0.0))
         return outcome.exit_code
     except TranscriptDamaged as error:
@@ -144,7 +145,7 @@ async def _one_turn(app: AppConfig, task: str, mode: str, session_dir: str, sess
 
     def last_words() -> None:
         # The hard exit leaves no time for the loop: say how the turn ended here.
-        ended = TurnEnded(TurnOutcome.paused(), agent.usage, agent.requests, 0.0)
+        ended = TurnEnded(end_turn(Stopped()), agent.usage, agent.requests, 0.0)
         agent.emit(ended)
 
     _install_interrupts(stop, last_words)

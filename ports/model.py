@@ -14,6 +14,7 @@ from collections.abc import AsyncIterator
 from typing import Protocol
 
 from returns.result import Result
+
 from treadle.domain.values.model import ModelError, ModelRequest, StreamEvent
 
 

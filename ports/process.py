@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Protocol
 
 from returns.result import Result
+
 from treadle.domain.values.process import ProcessError, ProcessResult, ProcessSpec
 
 

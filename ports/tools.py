@@ -15,7 +15,12 @@ from treadle.ports.process import ProcessRunner
 
 @dataclass(frozen=True, slots=True)
 class ToolContext:
-    """What a running tool may use: the workspace, the process runner, the clock."""
+    """What a running tool may use: the workspace, the process runner, the clock.
+
+    ``until_stopped()`` returns when the turn is stopped (Esc, a caller, a deadline). A
+    tool needs it only to wind down on its own terms; the loop cancels any other tool
+    at the stop. ``agent`` is the name of the agent making the call (``""``: the main one).
+    """
 
     workspace: str
     session_dir: str
@@ -24,6 +29,7 @@ class ToolContext:
     limits: ToolLimits
     emit: Callable[[TurnEvent], None]
     ask_question: Callable[[str], Awaitable[str | None]]
+    until_stopped: Callable[[], Awaitable[None]]
     agent: str = ""
 
 

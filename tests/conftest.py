@@ -6,6 +6,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import pytest
+
 from treadle.adapters.fakes import (
     FakeClock,
     FakeProcess,

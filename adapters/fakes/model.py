@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from returns.result import Failure, Result, Success
+
 from treadle.domain.values.conversation import ToolCall, Usage
 from treadle.domain.values.model import (
     HttpStatusError,

@@ -6,6 +6,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from returns.result import Failure, Result, Success
+
 from treadle.domain.rules.output_bound import OutputBound
 from treadle.domain.values.process import ProcessError, ProcessResult, ProcessSpec
 from treadle.ports.clock import Clock

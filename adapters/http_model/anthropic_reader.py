@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from returns.result import Failure, Success
+
 from treadle.adapters.http_model.exchange import StreamItem
 from treadle.adapters.http_model.payload import (
     JsonObject,

@@ -9,6 +9,7 @@ from typing import Any, ClassVar
 
 import httpx
 from returns.result import Result
+
 from treadle.adapters.http_model.exchange import EventReader, HttpRequest, exchange, failing
 from treadle.adapters.http_model.transport import Connection, checked_base_url
 from treadle.domain.values.model import CredentialsRejected, ModelError, ModelRequest, StreamEvent

@@ -15,6 +15,7 @@ from typing import Protocol, cast
 
 import httpx
 from returns.result import Failure, Result
+
 from treadle.adapters.http_model.sse import SseEvent, SseParser
 from treadle.adapters.http_model.transport import (
     Connection,

@@ -21,6 +21,7 @@ import json
 from dataclasses import dataclass, field
 
 from returns.result import Failure, Success
+
 from treadle.adapters.http_model.exchange import StreamItem
 from treadle.adapters.http_model.payload import (
     JsonObject,

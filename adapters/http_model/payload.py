@@ -8,6 +8,7 @@ import json.scanner
 from typing import Any
 
 from returns.result import Failure, Result
+
 from treadle.adapters.http_model.sse import SseEvent
 from treadle.domain.values.model import HttpStatusError, MalformedStream, ModelError, StreamEvent
 

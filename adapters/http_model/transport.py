@@ -18,6 +18,7 @@ import ssl
 from dataclasses import dataclass
 
 import httpx
+
 from treadle.domain.values.model import (
     CredentialsRejected,
     HttpStatusError,

@@ -18,6 +18,7 @@ import uuid
 from collections.abc import Collection
 
 from returns.result import Failure, Result, Success
+
 from treadle.adapters.process.environment import child_environment
 from treadle.adapters.process.spill import SPILL_CAP, OutputSpill
 from treadle.adapters.process.tree import (

@@ -14,6 +14,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any, BinaryIO
 
 from returns.result import Failure, Result, Success
+
 from treadle.adapters.tools.arguments import flag, plural, refuse, text, whole
 from treadle.adapters.tools.workspace import Workspace
 from treadle.domain.values.model import ToolSpec

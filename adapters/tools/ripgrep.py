@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from returns.result import Failure, Result, Success
+
 from treadle.adapters.tools.arguments import refuse, whole
 from treadle.domain.values.process import ProcessResult, ProcessSpec
 from treadle.domain.values.tools import Access, ToolOutcome, ToolResult

@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from returns.result import Failure, Result, Success
+
 from treadle.adapters.tools.arguments import flag, plural, refuse, text, whole
 from treadle.adapters.tools.ripgrep import Listing, RipgrepTool, relative_target
 from treadle.adapters.tools.workspace import Workspace

@@ -6,9 +6,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from returns.result import Failure, Success
+
 from treadle.domain.values.events import PlanStep, PlanUpdated
 from treadle.domain.values.model import ToolSpec
-from treadle.domain.values.outcome import TurnOutcome
+from treadle.domain.values.outcome import NeedsAnswer
 from treadle.domain.values.process import ProcessResult, ProcessSpec
 from treadle.domain.values.tools import Access, EndTurn, ToolOutcome, ToolResult
 from treadle.ports.tools import ToolContext
@@ -171,7 +172,7 @@ class AskTool:
         answer = await context.ask_question(question)
         if answer is None:
             return EndTurn(
-                TurnOutcome.waiting(question),
+                NeedsAnswer(question),
                 "No answer yet: the user will answer in their next message.",
             )
         return ToolResult(f"The user answered: {answer}", status="answered")

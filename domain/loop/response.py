@@ -10,11 +10,12 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 
 from returns.result import Failure, Result, Success
+
 from treadle.domain.loop.settings import TurnSettings
 from treadle.domain.loop.stop import STOPPED, StopSignal
 from treadle.domain.rules.history import History
 from treadle.domain.rules.retry import GiveUp, decide_retry
-from treadle.domain.rules.truncation import ResponseTruncated, continue_truncated
+from treadle.domain.rules.truncation import continue_truncated
 from treadle.domain.values.conversation import Message, ToolCall, Usage
 from treadle.domain.values.events import (
     AnswerDelta,
@@ -26,8 +27,6 @@ from treadle.domain.values.events import (
     TurnEvent,
 )
 from treadle.domain.values.model import (
-    CredentialsRejected,
-    HttpStatusError,
     MalformedStream,
     ModelError,
     ModelRequest,
@@ -36,10 +35,9 @@ from treadle.domain.values.model import (
     TextDelta,
     ToolCallReady,
     ToolSpec,
-    TransportError,
     UsageReported,
 )
-from treadle.domain.values.outcome import TurnOutcome
+from treadle.domain.values.outcome import ModelGaveUp, Stopped, Truncated, TurnEnding
 from treadle.ports.clock import Clock
 from treadle.ports.model import Model
 
@@ -77,19 +75,6 @@ class _Attempt:
         return "".join(self.parts)
 
 
-def failure_outcome(error: ModelError) -> TurnOutcome:
-    """How a model failure that will not be retried ends the turn."""
-    match error:
-        case CredentialsRejected(needed=needed):
-            return TurnOutcome.blocked(needed)
-        case TransportError():
-            return TurnOutcome.failed("TransportError", error.describe())
-        case HttpStatusError():
-            return TurnOutcome.failed("HttpError", error.describe())
-        case MalformedStream():
-            return TurnOutcome.failed("MalformedStream", error.describe())
-
-
 @dataclass
 class Responder:
     """Asks the model for one answer on behalf of one agent."""
@@ -110,8 +95,8 @@ class Responder:
         stop: StopSignal,
         *,
         tools_allowed: bool = True,
-    ) -> Answer | TurnOutcome:
-        """One answer, or how the turn ends: failed, blocked or paused.
+    ) -> Answer | TurnEnding:
+        """One answer, or why the turn ends: a model failure, a truncation, a stop.
 
         Text already shown is never shown again: a failure after it ends the turn,
         and a continuation only adds what comes next.
@@ -133,7 +118,7 @@ class Responder:
             self._count(current.usage)
             if raced is STOPPED:
                 _keep_partial(history, reply.shown + current.text, current.calls)
-                return TurnOutcome.paused()
+                return Stopped()
             if current.error is not None:
                 ending = await self._after_failure(current.error, reply, current.text, stop)
                 if ending is not None:
@@ -178,14 +163,14 @@ class Responder:
 
     async def _after_failure(
         self, error: ModelError, reply: _Reply, text: str, stop: StopSignal
-    ) -> TurnOutcome | None:
-        """Wait for the retry the schedule allows (None), or say how the turn ends."""
+    ) -> TurnEnding | None:
+        """Wait for the retry the schedule allows (None), or say why the turn ends."""
         self.emit(RequestFailed(self.requests, reply.attempt, error.describe(), self.agent))
         decision = decide_retry(
             self.settings.retry, error, attempt=reply.attempt, text_shown=bool(reply.shown or text)
         )
         if isinstance(decision, GiveUp):
-            return failure_outcome(error)
+            return ModelGaveUp(error)
         self.emit(
             RetryScheduled(
                 decision.attempt,
@@ -197,17 +182,17 @@ class Responder:
         )
         self.doing = f"retrying in {decision.pause:g} s"
         if await stop.race(self.clock.sleep(decision.pause)) is STOPPED:
-            return TurnOutcome.paused()
+            return Stopped()
         reply.attempt = decision.attempt
         return None
 
-    def _after_cut(self, reply: _Reply) -> TurnOutcome | None:
-        """Grow the budget for a continuation (None), or fail as ResponseTruncated."""
+    def _after_cut(self, reply: _Reply) -> Truncated | None:
+        """Grow the budget for a continuation (None), or give up: truncated."""
         step = continue_truncated(
             self.settings.budget, current=reply.max_tokens, done=reply.continuations
         )
-        if isinstance(step, ResponseTruncated):
-            return TurnOutcome.failed("ResponseTruncated", step.describe())
+        if isinstance(step, Truncated):
+            return step
         reply.max_tokens, reply.continuations, reply.attempt = step.max_tokens, step.continuation, 1
         self.emit(ContinuationRequested(reply.continuations, reply.max_tokens, self.agent))
         return None

@@ -39,3 +39,5 @@ class TurnSettings:
     allowed_prefixes: tuple[str, ...] = ()
     limits: ToolLimits = field(default_factory=ToolLimits)
     subagents: SubAgentClocks = field(default_factory=SubAgentClocks)
+    log_path: str = ""
+    """Where tracebacks go (the session's ``treadle.log``); named by a failure's line."""

@@ -13,14 +13,14 @@ from typing import Any, Final, TypeVar
 T = TypeVar("T")
 
 
-class Stopped:
+class StoppedFirst:
     """The marker :meth:`StopSignal.race` returns when the stop won."""
 
     def __repr__(self) -> str:
         return "STOPPED"
 
 
-STOPPED: Final = Stopped()
+STOPPED: Final = StoppedFirst()
 
 
 class StopSignal:
@@ -56,7 +56,7 @@ class StopSignal:
     async def wait(self) -> None:
         await self._event.wait()
 
-    async def race(self, work: Coroutine[Any, Any, T]) -> T | Stopped:
+    async def race(self, work: Coroutine[Any, Any, T]) -> T | StoppedFirst:
         """Run ``work`` until it ends or the stop comes; then cancel it and await its cleanup."""
         if self.is_set:
             work.close()

@@ -1,38 +1,74 @@
 """Sub-agents: the same loop on a sub-task, on the two clocks its caller set.
 
-Every ``check_interval`` the sub-agent's progress is reported; at its ``deadline`` it
-is stopped and asked for a final report, which is what the caller reads. A stop of
-the caller (Esc, the caller's own deadline) stops it the same way, at once: its
-report is then made from the record, since nobody waits for the model any more.
+What happens when is decided by :mod:`treadle.domain.rules.watching`; this module
+runs the sub-agent, feeds the watch its events (the clock, the end of the work or of
+the report, the caller's stop) and carries out what the watch says.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Mapping
-from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from treadle.domain.loop.prompt import REPORT_REQUEST
 from treadle.domain.loop.response import Answer
+from treadle.domain.loop.settings import SubAgentClocks
 from treadle.domain.loop.stop import StopSignal
+from treadle.domain.rules.history import History
+from treadle.domain.rules.watching import (
+    MIN_CHECK_INTERVAL,
+    AskForReport,
+    CallerStopped,
+    Finish,
+    ReportEnded,
+    ReportProgress,
+    StopReport,
+    StopWork,
+    Tick,
+    Watch,
+    WatchEvent,
+    WorkEnded,
+    start_watch,
+    step,
+)
+from treadle.domain.values.conversation import Usage
 from treadle.domain.values.events import SubAgentFinished, SubAgentProgress, SubAgentStarted
 from treadle.domain.values.model import ToolSpec
-from treadle.domain.values.outcome import OutcomeKind
+from treadle.domain.values.outcome import SubAgentEnded, TurnEnding, TurnOutcome
 from treadle.domain.values.tools import Access, EndTurn, ToolOutcome, ToolResult
 from treadle.ports.tools import ToolContext
 
-if TYPE_CHECKING:
-    from treadle.domain.loop.turn import Agent
 
-MIN_CHECK_INTERVAL = 0.1
-"""Below this, progress reports would flood the terminal and the transcript."""
+class SubAgent(Protocol):
+    """What a sub-agent is to the one watching it (an :class:`~.turn.Agent`)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def history(self) -> History: ...
+
+    @property
+    def usage(self) -> Usage: ...
+
+    @property
+    def requests(self) -> int: ...
+
+    @property
+    def doing(self) -> str: ...
+
+    async def run_turn(self, task: str, stop: StopSignal) -> TurnOutcome: ...
+
+    async def answer_without_tools(self, task: str, stop: StopSignal) -> Answer | TurnEnding: ...
 
 
 class AgentTool:
-    """The ``agent`` tool: runs a sub-agent and returns its final report.
+    """The ``agent`` tool: hands a sub-task to a sub-agent and returns its final report.
 
-    ``spawn(name)`` makes the sub-agent (the caller's ports, settings and tools).
+    ``spawn(name)`` makes the sub-agent; ``add_usage`` adds its tokens to the calling
+    turn. The loop recognises this tool by its type: it is not raced against the
+    caller's stop, because a sub-agent hears the stop itself and still reports.
     """
 
     spec = ToolSpec(
@@ -56,134 +92,188 @@ class AgentTool:
     )
     access: Access = "none"
 
-    def __init__(self, caller: Agent, spawn: Callable[[str], Agent]) -> None:
-        self._caller = caller
+    def __init__(
+        self,
+        spawn: Callable[[str], SubAgent],
+        clocks: SubAgentClocks,
+        add_usage: Callable[[Usage], None],
+    ) -> None:
         self._spawn = spawn
+        self._clocks = clocks
+        self._add_usage = add_usage
+        self._started = 0
 
     def describe(self, arguments: Mapping[str, Any]) -> str:
         task = str(arguments.get("task", "")).strip()
         return task.splitlines()[0][:100] if task else ""
 
     async def run(self, arguments: Mapping[str, Any], context: ToolContext) -> ToolOutcome:
-        caller = self._caller
-        clocks = caller.settings.subagents
-        caller.children += 1
-        number = caller.children
-        child = self._spawn(f"{caller.name}/agent-{number}" if caller.name else f"agent-{number}")
-        return await SubAgentRun(
-            caller,
-            child,
-            str(arguments["task"]),
-            check_interval=float(arguments.get("check_interval", clocks.check_interval)),
-            deadline=float(arguments.get("deadline", clocks.deadline)),
-        ).run()
-
-
-class SubAgentRun:
-    """One sub-agent at work: its two clocks, its stop, and the report it leaves."""
-
-    def __init__(
-        self, caller: Agent, child: Agent, task: str, *, check_interval: float, deadline: float
-    ) -> None:
-        self.caller, self.child, self.task = caller, child, task
-        self.check_interval, self.deadline = check_interval, deadline
-        self.clock = caller.ports.clock
-        self.stop = StopSignal(parent=caller.current_stop)
-        self.deadline_hit = False
-        self.started = self.clock.now()
-
-    async def run(self) -> ToolOutcome:
-        """Run the sub-task; its tokens are added to the caller's turn.
+        """Run the sub-task; the sub-agent's tokens count in the calling turn.
 
         A sub-agent that ends blocked or waiting for input ends its caller's turn the
         same way; otherwise the caller reads its answer or report.
         """
-        caller, child = self.caller, self.child
-        caller.emit(
-            SubAgentStarted(child.name, self.task, self.check_interval, self.deadline, caller.name)
+        self._started += 1
+        number = self._started
+        child = self._spawn(
+            f"{context.agent}/agent-{number}" if context.agent else f"agent-{number}"
         )
-        timers = [
-            asyncio.ensure_future(self._stop_at_deadline()),
-            asyncio.ensure_future(self._report_progress()),
-        ]
+        clocks = self._clocks
+        watcher = SubAgentWatcher(
+            child,
+            str(arguments["task"]),
+            context,
+            check_interval=float(arguments.get("check_interval", clocks.check_interval)),
+            deadline=float(arguments.get("deadline", clocks.deadline)),
+            grace=clocks.report_grace,
+            add_usage=self._add_usage,
+        )
+        return await watcher.run()
+
+
+class SubAgentWatcher:
+    """One sub-agent at work, driven by its :class:`~treadle.domain.rules.watching.Watch`."""
+
+    def __init__(
+        self,
+        child: SubAgent,
+        task: str,
+        context: ToolContext,
+        *,
+        check_interval: float,
+        deadline: float,
+        grace: float,
+        add_usage: Callable[[Usage], None],
+    ) -> None:
+        self.child, self.task, self.context = child, task, context
+        self.add_usage = add_usage
+        self.check_interval, self.deadline = check_interval, deadline
+        self.clock = context.clock
+        self.started = self.clock.now()
+        self.watch: Watch = start_watch(
+            now=self.started, check_interval=check_interval, deadline=deadline, grace=grace
+        )
+        self._work_stop = StopSignal()
+        self._report_stop = StopSignal()
+        self._work: asyncio.Future[TurnOutcome] | None = None
+        self._report: asyncio.Future[Answer | TurnEnding] | None = None
+        self._caller: asyncio.Future[None] | None = None
+        self._report_text = ""
+
+    async def run(self) -> ToolOutcome:
+        child, context = self.child, self.context
+        context.emit(
+            SubAgentStarted(
+                child.name, self.task, self.check_interval, self.deadline, context.agent
+            )
+        )
+        self._work = asyncio.ensure_future(child.run_turn(self.task, self._work_stop))
+        self._caller = asyncio.ensure_future(context.until_stopped())
+        finish: Finish | None = None
         ending = "stopped"
         try:
-            outcome = await child.run_turn(self.task, self.stop)
-            for timer in timers:
-                timer.cancel()
-            if outcome.kind is OutcomeKind.FINISHED:
-                ending = "finished"
-                text = child.history.last_assistant_text() or "(the sub-agent answered nothing)"
-            elif outcome.kind is OutcomeKind.PAUSED and self.deadline_hit:
-                ending = "deadline"
-                text = (
-                    f"The sub-agent was stopped at its deadline of {self.deadline:g} s. "
-                    f"Its report:\n{await self._final_report()}"
-                )
-            elif outcome.kind is OutcomeKind.PAUSED:
-                text = f"The sub-agent was stopped by its caller. {self._summary()}"
-            else:
-                ending = outcome.screen_line
-                text = f"The sub-agent ended without finishing ({ending}). {self._summary()}"
-                if outcome.kind in (OutcomeKind.BLOCKED, OutcomeKind.WAITING):
-                    # Nobody could answer it, so nobody can answer its caller either: the
-                    # whole turn waits for the same person, who then hears what it needs.
-                    needed = replace(outcome, detail=f"{outcome.detail} (in {child.name})")
-                    return EndTurn(needed, text)
+            while finish is None:
+                self.watch, actions = step(self.watch, await self._next_event())
+                for action in actions:
+                    match action:
+                        case ReportProgress():
+                            context.emit(
+                                SubAgentProgress(
+                                    child.name,
+                                    child.doing,
+                                    child.requests,
+                                    child.usage,
+                                    self.clock.now() - self.started,
+                                    context.agent,
+                                )
+                            )
+                        case StopWork():
+                            self._work_stop.set("deadline")
+                        case AskForReport():
+                            self._report = asyncio.ensure_future(
+                                child.answer_without_tools(REPORT_REQUEST, self._report_stop)
+                            )
+                        case StopReport():
+                            self._report_stop.set("deadline")
+                        case Finish():
+                            finish = action
+            ending = self._ending(finish)
+            return self._result(finish)
         finally:
-            for timer in timers:
-                timer.cancel()
-            caller.add_usage(child.usage)
-            caller.emit(
+            await _cancel(self._work, self._report, self._caller)
+            self.add_usage(child.usage)
+            context.emit(
                 SubAgentFinished(
                     child.name,
                     ending,
                     child.requests,
                     child.usage,
                     self.clock.now() - self.started,
-                    caller.name,
-                )
-            )
-        return ToolResult(text, is_error=ending not in ("finished", "deadline"), status=ending)
-
-    async def _stop_at_deadline(self) -> None:
-        await self.clock.sleep(self.deadline)
-        self.deadline_hit = True
-        self.stop.set("deadline")
-
-    async def _report_progress(self) -> None:
-        child = self.child
-        while True:
-            await self.clock.sleep(max(self.check_interval, MIN_CHECK_INTERVAL))
-            self.caller.emit(
-                SubAgentProgress(
-                    child.name,
-                    child.doing,
-                    child.requests,
-                    child.usage,
-                    self.clock.now() - self.started,
-                    self.caller.name,
+                    context.agent,
                 )
             )
 
-    async def _final_report(self) -> str:
-        """Ask the stopped sub-agent for its report, within a grace no longer than its
-        deadline (a 3 s sub-agent does not get a minute to report) nor the configured one."""
-        grace = min(self.caller.settings.subagents.report_grace, max(self.deadline, 1.0))
-        stop = StopSignal(parent=self.caller.current_stop)
-
-        async def stop_after_grace() -> None:
-            await self.clock.sleep(grace)
-            stop.set("deadline")
-
-        timer = asyncio.ensure_future(stop_after_grace())
+    async def _next_event(self) -> WatchEvent:
+        """Wait for whatever comes first: the work's end, the report's, the caller's stop,
+        or the next time the watch wakes."""
+        pending: set[asyncio.Future[Any]] = {
+            future for future in (self._work, self._report, self._caller) if future is not None
+        }
+        timer: asyncio.Future[None] | None = None
+        wakes_at = self.watch.wakes_at
+        if wakes_at != float("inf"):
+            timer = asyncio.ensure_future(self.clock.sleep(max(0.0, wakes_at - self.clock.now())))
+            pending.add(timer)
         try:
-            answer = await self.child.answer_without_tools(REPORT_REQUEST, stop)
+            await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
         finally:
-            timer.cancel()
-        if isinstance(answer, Answer) and answer.text.strip():
-            return answer.text
-        return self._summary()
+            if timer is not None and not timer.done():
+                timer.cancel()
+        return self._event_of_what_ended()
+
+    def _event_of_what_ended(self) -> WatchEvent:
+        now = self.clock.now()
+        if self._work is not None and self._work.done():
+            outcome = self._work.result()
+            self._work = None
+            return WorkEnded(outcome, now)
+        if self._report is not None and self._report.done():
+            answer = self._report.result()
+            self._report = None
+            self._report_text = answer.text if isinstance(answer, Answer) else ""
+            return ReportEnded(self._report_text)
+        if self._caller is not None and self._caller.done():
+            self._caller = None
+            return CallerStopped()
+        return Tick(now)
+
+    def _ending(self, finish: Finish) -> str:
+        """What :class:`SubAgentFinished` says: the ending, or the outcome's own line."""
+        if finish.ending in ("failed", "ends the caller"):
+            return finish.outcome.screen_line
+        return finish.ending
+
+    def _result(self, finish: Finish) -> ToolOutcome:
+        child = self.child
+        match finish.ending:
+            case "finished":
+                text = child.history.last_assistant_text() or "(the sub-agent answered nothing)"
+                return ToolResult(text, status="finished")
+            case "deadline":
+                report = self._report_text if finish.report == "report" else self._summary()
+                text = (
+                    f"The sub-agent was stopped at its deadline of {self.deadline:g} s. "
+                    f"Its report:\n{report}"
+                )
+                return ToolResult(text, status="deadline")
+            case "stopped":
+                text = f"The sub-agent was stopped by its caller. {self._summary()}"
+                return ToolResult(text, is_error=True, status="stopped")
+        line = finish.outcome.screen_line
+        text = f"The sub-agent ended without finishing ({line}). {self._summary()}"
+        if finish.ending == "ends the caller":
+            return EndTurn(SubAgentEnded(child.name, finish.outcome), text)
+        return ToolResult(text, is_error=True, status=line)
 
     def _summary(self) -> str:
         """A report made from the record, when the sub-agent could not write one."""
@@ -193,3 +283,11 @@ class SubAgentRun:
             f"{child.requests} requests, {child.usage.total} tokens. "
             f"It was {child.doing}. The last thing it said: {said}"
         )
+
+
+async def _cancel(*futures: asyncio.Future[Any] | None) -> None:
+    """Cancel what is still running and wait for its cleanup (a stopped turn's record)."""
+    running = [future for future in futures if future is not None and not future.done()]
+    for future in running:
+        future.cancel()
+    await asyncio.gather(*running, return_exceptions=True)

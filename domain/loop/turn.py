@@ -10,13 +10,14 @@ Example (see the README for the whole program)::
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from treadle.domain.loop.builtin_tools import AskTool, BashTool, UpdatePlanTool
 from treadle.domain.loop.response import Answer, Responder
 from treadle.domain.loop.settings import TurnSettings
-from treadle.domain.loop.stop import STOPPED, Stopped, StopSignal
+from treadle.domain.loop.stop import STOPPED, StoppedFirst, StopSignal
 from treadle.domain.loop.subagent import AgentTool
 from treadle.domain.rules.approval import Ask, Deny, decide_approval
 from treadle.domain.rules.arguments import parse_arguments
@@ -31,7 +32,15 @@ from treadle.domain.values.events import (
     TurnStarted,
     UsageUpdated,
 )
-from treadle.domain.values.outcome import TurnOutcome
+from treadle.domain.values.outcome import (
+    Answered,
+    Crashed,
+    NeedsApproval,
+    Stopped,
+    TurnEnding,
+    TurnOutcome,
+    end_turn,
+)
 from treadle.domain.values.tools import ApprovalRequest, EndTurn, ToolOutcome, ToolResult
 from treadle.ports.clock import Clock
 from treadle.ports.model import Model
@@ -39,6 +48,8 @@ from treadle.ports.process import ProcessRunner
 from treadle.ports.terminal import Terminal
 from treadle.ports.tools import Tool, ToolContext
 from treadle.ports.transcript import TranscriptStore
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,8 +72,8 @@ class Agent:
     """One conversation with the model, turn after turn.
 
     ``tools`` defaults to :func:`core_tools`; the ``agent`` tool for sub-agents is
-    added unless ``subagents`` is False. Sub-agents share the ports and add their
-    tokens to this agent's turn.
+    added unless ``subagents`` is False (or a tool of that name is given). Sub-agents
+    share the ports and add their tokens to this agent's turn.
     """
 
     def __init__(
@@ -82,16 +93,16 @@ class Agent:
         self.history.listener = lambda message: self.emit(MessageAdded(message, name))
         self.base_tools = list(core_tools() if tools is None else tools)
         self.tools = {tool.spec.name: tool for tool in self.base_tools}
-        if subagents:
-            self.tools["agent"] = AgentTool(self, self._spawn)
-        self.current_stop: StopSignal | None = None
+        if subagents and AgentTool.spec.name not in self.tools:
+            self.tools[AgentTool.spec.name] = AgentTool(
+                self._spawn, self.settings.subagents, self.add_usage
+            )
         self._allowed = set(self.settings.allowed_prefixes)
         self.responder = Responder(
             ports.model, ports.clock, self.settings, self.emit, name, on_usage=self.add_usage
         )
         self.usage = Usage()
         self.requests_before_turn = 0
-        self.children = 0
 
     # What the terminal and the caller see ------------------------------------
 
@@ -129,7 +140,6 @@ class Agent:
         ends it as paused. The history stays sendable whatever happens.
         """
         stop = stop or StopSignal()
-        self.current_stop = stop
         if not self.name:  # the main agent owns the terminal's Esc and Ctrl-C
             self.ports.terminal.bind_interrupt(lambda: stop.set("interrupted"))
         started = self.ports.clock.now()
@@ -140,15 +150,17 @@ class Agent:
         close_unanswered(self.history)
         self.history.append(Message.user(task))
         try:
-            outcome = await self._loop(stop)
+            cause = await self._loop(stop)
         except asyncio.CancelledError:
             close_unanswered(self.history)
-            self._end(TurnOutcome.paused(), started)
+            self._end(end_turn(Stopped()), started)
             raise
-        except Exception as bug:  # a bug must still end the turn with a line and a record
-            outcome = TurnOutcome.failed("InternalError", f"{type(bug).__name__}: {bug}")
+        except Exception as bug:  # a bug still ends the turn with its line; the log keeps the rest
+            log.exception("the turn of %s failed", self.name or "the main agent")
+            cause = Crashed(f"{type(bug).__name__}: {bug}", self.settings.log_path)
         # However it ended, the conversation is ready for the next request.
         close_unanswered(self.history)
+        outcome = end_turn(cause)
         self._end(outcome, started)
         return outcome
 
@@ -156,20 +168,20 @@ class Agent:
         elapsed = self.ports.clock.now() - started
         self.emit(TurnEnded(outcome, self.usage, self.requests, elapsed, self.name))
 
-    async def _loop(self, stop: StopSignal) -> TurnOutcome:
+    async def _loop(self, stop: StopSignal) -> TurnEnding:
         specs = [tool.spec for tool in self.tools.values()]
         while True:
             answer = await self.responder.respond(self.history, specs, stop)
-            if isinstance(answer, TurnOutcome):
+            if not isinstance(answer, Answer):
                 return answer
             self.history.append(Message.assistant(answer.text, answer.tool_calls))
             if not answer.tool_calls:
-                return TurnOutcome.finished()
+                return Answered()
             ended = await self._run_calls(answer, stop)
             if ended is not None:
                 return ended
 
-    async def answer_without_tools(self, task: str, stop: StopSignal) -> Answer | TurnOutcome:
+    async def answer_without_tools(self, task: str, stop: StopSignal) -> Answer | TurnEnding:
         """One answer to ``task`` that may call no tool (a sub-agent's final report).
 
         The tools are still described: a history that holds tool calls needs them.
@@ -185,34 +197,44 @@ class Agent:
 
     # Tools -------------------------------------------------------------------------
 
-    async def _run_calls(self, answer: Answer, stop: StopSignal) -> TurnOutcome | None:
+    async def _run_calls(self, answer: Answer, stop: StopSignal) -> TurnEnding | None:
         """Run the calls in order; read-only ones and sub-agents side by side."""
         results: dict[str, ToolOutcome] = {}
-        ended: TurnOutcome | None = None
+        ended: TurnEnding | None = None
         for batch in _batches(answer.tool_calls, self.tools):
-            if batch[0].name == "agent":
+            if isinstance(self.tools.get(batch[0].name), AgentTool):
                 # Sub-agents hear the stop themselves, end at once and still report.
-                await self._run_batch(batch, results)
-                raced: Stopped | None = STOPPED if stop.is_set else None
+                await self._run_batch(batch, results, stop)
+                raced: StoppedFirst | None = STOPPED if stop.is_set else None
             else:
-                raced = await stop.race(self._run_batch(batch, results))
+                raced = await stop.race(self._run_batch(batch, results, stop))
             if raced is STOPPED:
-                ended = TurnOutcome.paused()
+                ended = Stopped()
                 break
-            ended = next((r.outcome for r in results.values() if isinstance(r, EndTurn)), None)
+            ended = next((r.cause for r in results.values() if isinstance(r, EndTurn)), None)
             if ended is not None:
                 break
         for call in answer.tool_calls:
             self.history.append(_result_message(call, results.get(call.id)))
         return ended
 
-    async def _run_batch(self, batch: Sequence[ToolCall], results: dict[str, ToolOutcome]) -> None:
+    async def _run_batch(
+        self, batch: Sequence[ToolCall], results: dict[str, ToolOutcome], stop: StopSignal
+    ) -> None:
         async def run_one(call: ToolCall) -> None:
-            results[call.id] = await self._run_call(call)
+            results[call.id] = await self._run_call(call, stop)
 
-        await asyncio.gather(*(run_one(call) for call in batch))
+        calls = [asyncio.ensure_future(run_one(call)) for call in batch]
+        try:
+            await asyncio.gather(*calls)
+        except BaseException:
+            # A call that failed (a bug) or a stop: none of its neighbours runs on alone.
+            for call in calls:
+                call.cancel()
+            await asyncio.gather(*calls, return_exceptions=True)
+            raise
 
-    async def _run_call(self, call: ToolCall) -> ToolOutcome:
+    async def _run_call(self, call: ToolCall, stop: StopSignal) -> ToolOutcome:
         tool = self.tools.get(call.name)
         if tool is None:
             known = ", ".join(self.tools)
@@ -234,32 +256,41 @@ class Agent:
                 needed = f"approval needed to run {call.name}: {summary}"
                 self.emit(ToolStarted(call, summary, self.name))
                 self.emit(ToolFinished(call, "blocked", True, 0.0, self.name))
-                return EndTurn(TurnOutcome.blocked(needed), f"Not run: {needed}.")
+                return EndTurn(NeedsApproval(needed), f"Not run: {needed}.")
             if reply == "no":
                 return self._refuse(call, "the user declined this call", summary)
             if reply == "always":
                 self._allowed.add(decision.prefix)
-        return await self._execute(tool, call, arguments, summary)
+        return await self._execute(tool, call, arguments, summary, stop)
 
     async def _execute(
-        self, tool: Tool, call: ToolCall, arguments: dict[str, object], summary: str
+        self,
+        tool: Tool,
+        call: ToolCall,
+        arguments: dict[str, object],
+        summary: str,
+        stop: StopSignal,
     ) -> ToolOutcome:
         clock = self.ports.clock
         self.responder.doing = f"running {call.name}: {summary}"[:120]
         self.emit(ToolStarted(call, summary, self.name))
+        log.debug("tool %s started: %s", call.name, summary)
         started = clock.now()
         try:
-            outcome = await tool.run(arguments, self._context())
+            outcome = await tool.run(arguments, self._context(stop))
         except asyncio.CancelledError:  # stopped: the terminal still learns how it ended
             self.emit(ToolFinished(call, "interrupted", True, clock.now() - started, self.name))
             raise
-        except Exception as bug:  # a broken tool is reported to the model; the turn goes on
-            outcome = ToolResult(f"the tool failed: {type(bug).__name__}: {bug}", True, "crashed")
+        except Exception:  # a bug: the terminal learns how the call ended, the turn fails
+            self.emit(ToolFinished(call, "crashed", True, clock.now() - started, self.name))
+            raise
         match outcome:
             case ToolResult(status=status, is_error=is_error):
-                self.emit(ToolFinished(call, status, is_error, clock.now() - started, self.name))
-            case EndTurn(outcome=ending):
-                self.emit(ToolFinished(call, ending.kind.value, False, 0.0, self.name))
+                duration = clock.now() - started
+                self.emit(ToolFinished(call, status, is_error, duration, self.name))
+                log.debug("tool %s ended: %s in %.3f s", call.name, status, duration)
+            case EndTurn(cause=cause):
+                self.emit(ToolFinished(call, end_turn(cause).kind.value, False, 0.0, self.name))
         return outcome
 
     def _refuse(self, call: ToolCall, why: str, summary: str = "") -> ToolResult:
@@ -267,7 +298,7 @@ class Agent:
         self.emit(ToolFinished(call, "refused", True, 0.0, self.name))
         return ToolResult(f"Error: {why}", is_error=True, status="refused")
 
-    def _context(self) -> ToolContext:
+    def _context(self, stop: StopSignal) -> ToolContext:
         return ToolContext(
             workspace=self.settings.workspace,
             session_dir=self.settings.session_dir,
@@ -276,6 +307,7 @@ class Agent:
             limits=self.settings.limits,
             emit=self.emit,
             ask_question=self.ports.terminal.ask_question,
+            until_stopped=stop.wait,
             agent=self.name,
         )
 

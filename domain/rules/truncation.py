@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from treadle.domain.values.outcome import Truncated
+
 
 @dataclass(frozen=True, slots=True)
 class TokenBudget:
@@ -36,20 +38,10 @@ class Continue:
     continuation: int
 
 
-@dataclass(frozen=True, slots=True)
-class ResponseTruncated:
-    continuations: int
-
-    def describe(self) -> str:
-        return f"the answer still hit its token budget after {self.continuations} continuations"
-
-
-def continue_truncated(
-    budget: TokenBudget, *, current: int, done: int
-) -> Continue | ResponseTruncated:
+def continue_truncated(budget: TokenBudget, *, current: int, done: int) -> Continue | Truncated:
     """What follows a response cut at ``current`` tokens after ``done`` continuations."""
     if done >= budget.continuations:
-        return ResponseTruncated(done)
+        return Truncated(done)
     return Continue(
         max_tokens=min(budget.cap, round(current * budget.growth)), continuation=done + 1
     )

@@ -1,9 +1,29 @@
-"""How a turn ends: its outcome, the line on the screen, and the exit code."""
+"""How a turn ends: why it stopped, its outcome, the line on the screen, the exit code.
+
+Every ending goes through :func:`end_turn`, the one place that decides. Its cause is
+one of a closed set of values, and a failure's kind is a :class:`FailureKind`, never
+free text.
+
+Example::
+
+    >>> end_turn(Truncated(continuations=3)).screen_line
+    'Turn failed: ResponseTruncated: the answer still hit its token budget after 3 continuations'
+    >>> end_turn(NeedsAnswer("Which branch?")).exit_code
+    4
+"""
 
 from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
+
+from treadle.domain.values.model import (
+    CredentialsRejected,
+    HttpStatusError,
+    MalformedStream,
+    ModelError,
+    TransportError,
+)
 
 
 class OutcomeKind(enum.Enum):
@@ -12,6 +32,18 @@ class OutcomeKind(enum.Enum):
     BLOCKED = "blocked"
     WAITING = "waiting for input"
     PAUSED = "paused"
+
+
+class FailureKind(enum.Enum):
+    """The ways a turn fails; the value is the name the failure line shows.
+    ``NONE`` is the reason of every outcome that is not a failure."""
+
+    NONE = ""
+    TRANSPORT = "TransportError"
+    HTTP = "HttpError"
+    MALFORMED = "MalformedStream"
+    TRUNCATED = "ResponseTruncated"
+    INTERNAL = "InternalError"
 
 
 EXIT_CODES = {
@@ -25,35 +57,14 @@ EXIT_CODES = {
 
 @dataclass(frozen=True, slots=True)
 class TurnOutcome:
-    """How a turn ended. ``reason`` is the failure's kind (``ResponseTruncated``…).
+    """How a turn ended; ``reason`` is the kind of a failure.
 
-    Example: ``TurnOutcome.failed("ResponseTruncated", "3 continuations").screen_line``
-    is ``"Turn failed: ResponseTruncated: 3 continuations"``.
+    Made by :func:`end_turn`; read back from transcripts as it was recorded.
     """
 
     kind: OutcomeKind
     detail: str = ""
-    reason: str = ""
-
-    @staticmethod
-    def finished() -> TurnOutcome:
-        return TurnOutcome(OutcomeKind.FINISHED)
-
-    @staticmethod
-    def failed(reason: str, detail: str) -> TurnOutcome:
-        return TurnOutcome(OutcomeKind.FAILED, detail, reason)
-
-    @staticmethod
-    def blocked(needed: str) -> TurnOutcome:
-        return TurnOutcome(OutcomeKind.BLOCKED, needed)
-
-    @staticmethod
-    def waiting(question: str) -> TurnOutcome:
-        return TurnOutcome(OutcomeKind.WAITING, question)
-
-    @staticmethod
-    def paused(detail: str = "") -> TurnOutcome:
-        return TurnOutcome(OutcomeKind.PAUSED, detail)
+    reason: FailureKind = FailureKind.NONE
 
     @property
     def exit_code(self) -> int:
@@ -61,14 +72,131 @@ class TurnOutcome:
 
     @property
     def screen_line(self) -> str:
+        """The turn's last line on the screen, always a single line."""
+        detail = " ".join(self.detail.split())
         match self.kind:
             case OutcomeKind.FINISHED:
                 return "Turn finished"
             case OutcomeKind.FAILED:
-                return f"Turn failed: {self.reason}: {self.detail}"
+                return f"Turn failed: {self.reason.value}: {detail}"
             case OutcomeKind.BLOCKED:
-                return f"Turn blocked: {self.detail}"
+                return f"Turn blocked: {detail}"
             case OutcomeKind.WAITING:
-                return f"Turn waiting for input: {self.detail}"
+                return f"Turn waiting for input: {detail}"
             case OutcomeKind.PAUSED:
                 return "Turn paused"
+
+
+# Why a turn ends ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Answered:
+    """The model answered without asking for a tool."""
+
+
+@dataclass(frozen=True, slots=True)
+class ModelGaveUp:
+    """A model failure that is not retried, or is still there after the last attempt."""
+
+    error: ModelError
+
+
+@dataclass(frozen=True, slots=True)
+class Truncated:
+    """The answer hit its token budget after every continuation allowed."""
+
+    continuations: int
+
+
+@dataclass(frozen=True, slots=True)
+class Crashed:
+    """A bug: an exception in the loop, a tool or an adapter. ``log`` is where its
+    traceback went (empty when there is no log)."""
+
+    error: str
+    log: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class NeedsApproval:
+    """A call needs a yes that nobody present can give."""
+
+    what: str
+
+
+@dataclass(frozen=True, slots=True)
+class NeedsAnswer:
+    """The model asked a question that nobody present can answer."""
+
+    question: str
+
+
+@dataclass(frozen=True, slots=True)
+class Stopped:
+    """Esc, Ctrl-C, a signal, or the caller of a sub-agent stopped the turn."""
+
+
+@dataclass(frozen=True, slots=True)
+class NoModel:
+    """No model is configured, or one treadle cannot start."""
+
+    why: str
+
+
+@dataclass(frozen=True, slots=True)
+class SubAgentEnded:
+    """A sub-agent ended in a way its caller cannot go past (blocked, waiting)."""
+
+    name: str
+    outcome: TurnOutcome
+
+
+TurnEnding = (
+    Answered
+    | ModelGaveUp
+    | Truncated
+    | Crashed
+    | NeedsApproval
+    | NeedsAnswer
+    | Stopped
+    | NoModel
+    | SubAgentEnded
+)
+
+
+def end_turn(cause: TurnEnding) -> TurnOutcome:
+    """The outcome of a turn that ends for ``cause``. The answer text never decides it."""
+    match cause:
+        case Answered():
+            return TurnOutcome(OutcomeKind.FINISHED)
+        case ModelGaveUp(error=error):
+            return _model_failure(error)
+        case Truncated(continuations=continuations):
+            detail = f"the answer still hit its token budget after {continuations} continuations"
+            return TurnOutcome(OutcomeKind.FAILED, detail, FailureKind.TRUNCATED)
+        case Crashed(error=error, log=log):
+            detail = f"{error} (traceback in {log})" if log else error
+            return TurnOutcome(OutcomeKind.FAILED, detail, FailureKind.INTERNAL)
+        case NeedsApproval(what=what):
+            return TurnOutcome(OutcomeKind.BLOCKED, what)
+        case NeedsAnswer(question=question):
+            return TurnOutcome(OutcomeKind.WAITING, question)
+        case Stopped():
+            return TurnOutcome(OutcomeKind.PAUSED)
+        case NoModel(why=why):
+            return TurnOutcome(OutcomeKind.BLOCKED, why)
+        case SubAgentEnded(name=name, outcome=outcome):
+            return TurnOutcome(outcome.kind, f"{outcome.detail} (in {name})", outcome.reason)
+
+
+def _model_failure(error: ModelError) -> TurnOutcome:
+    match error:
+        case CredentialsRejected(needed=needed):
+            return TurnOutcome(OutcomeKind.BLOCKED, needed)
+        case TransportError():
+            return TurnOutcome(OutcomeKind.FAILED, error.describe(), FailureKind.TRANSPORT)
+        case HttpStatusError():
+            return TurnOutcome(OutcomeKind.FAILED, error.describe(), FailureKind.HTTP)
+        case MalformedStream():
+            return TurnOutcome(OutcomeKind.FAILED, error.describe(), FailureKind.MALFORMED)

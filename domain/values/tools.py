@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from treadle.domain.values.outcome import TurnOutcome
+from treadle.domain.values.outcome import TurnEnding
 
 Access = Literal["read", "write", "execute", "none"]
 """What a tool does to the machine; the approval policy decides on this."""
@@ -32,9 +32,12 @@ class ToolResult:
 
 @dataclass(frozen=True, slots=True)
 class EndTurn:
-    """A tool that cannot go on without someone ends the turn (``ask`` when headless)."""
+    """A call that cannot go on without someone ends the turn (``ask`` when headless).
 
-    outcome: TurnOutcome
+    ``text`` is what the model reads as the call's result when the session goes on.
+    """
+
+    cause: TurnEnding
     text: str = ""
 
 

@@ -8,6 +8,8 @@ import json
 
 import pytest
 from blessed import Terminal
+
+from tests.adapters.vt_emulator import VirtualScreen
 from treadle.adapters.blessed_terminal import BlessedTerminal
 from treadle.adapters.blessed_terminal.line_editor import Key
 from treadle.domain.values.conversation import ToolCall, Usage
@@ -27,10 +29,8 @@ from treadle.domain.values.events import (
     TurnStarted,
     UsageUpdated,
 )
-from treadle.domain.values.outcome import TurnOutcome
+from treadle.domain.values.outcome import FailureKind, OutcomeKind, TurnOutcome
 from treadle.domain.values.tools import ApprovalRequest
-
-from tests.adapters.vt_emulator import VirtualScreen
 
 WIDTH, HEIGHT = 100, 20
 BASH = ToolCall("call_1", "bash", json.dumps({"command": "ls -la"}))
@@ -254,7 +254,7 @@ def test_the_turn_ends_with_its_totals_and_outcome_line(rig: Rig) -> None:
     rig.start()
     rig.terminal.show(AnswerDelta("Done."))
     rig.terminal.show(ResponseReceived(1, "Done.", (), Usage(1200, 300), "end_turn"))
-    rig.terminal.show(ended(TurnOutcome.finished()))
+    rig.terminal.show(ended(TurnOutcome(OutcomeKind.FINISHED)))
     screen = rig.screen()
     assert screen.lines[-3:] == [
         "Done.",
@@ -267,7 +267,7 @@ def test_the_turn_ends_with_its_totals_and_outcome_line(rig: Rig) -> None:
 def test_a_paused_turn_names_the_interrupted_tool_and_how_to_resume(rig: Rig) -> None:
     rig.start()
     rig.terminal.show(ToolStarted(SLEEP, "sleep 30"))
-    rig.terminal.show(ended(TurnOutcome.paused()))
+    rig.terminal.show(ended(TurnOutcome(OutcomeKind.PAUSED)))
     assert rig.lines[-3:] == [
         "✗ bash sleep 30 · interrupted",
         "2 requests · 1,200 in / 300 out tokens · 4.2 s",
@@ -283,7 +283,7 @@ def test_no_color_keeps_the_live_rows_but_drops_every_colour(
     rig.start()
     rig.terminal.show(ToolStarted(BASH, "ls -la"))
     rig.terminal.show(ToolFinished(BASH, "exit 0 · 0.01 s", False, 0.01))
-    rig.terminal.show(ended(TurnOutcome.failed("HttpError", "500")))
+    rig.terminal.show(ended(TurnOutcome(OutcomeKind.FAILED, "500", FailureKind("HttpError"))))
     written = rig.out.getvalue()
     assert "\x1b[" in written  # the cursor still moves: the live rows are redrawn in place
     assert not any(sgr in written for sgr in ("\x1b[1m", "\x1b[2m", "\x1b[3", "\x1b[m"))
@@ -299,7 +299,7 @@ def test_a_terminal_that_cannot_move_its_cursor_gets_the_log_without_escape_code
     rig.terminal.show(AnswerDelta("hi"))
     rig.terminal.show(ToolStarted(BASH, "ls"))
     rig.terminal.show(ToolFinished(BASH, "exit 0 · 0.01 s", False, 0.01))
-    rig.terminal.show(ended(TurnOutcome.finished()))
+    rig.terminal.show(ended(TurnOutcome(OutcomeKind.FINISHED)))
     assert "\x1b" not in rig.out.getvalue()
     assert rig.out.getvalue().splitlines()[-2:] == [
         "2 requests · 1,200 in / 300 out tokens · 4.2 s",
@@ -376,7 +376,7 @@ def test_ctrl_c_seconds_apart_only_stops(rig: Rig) -> None:
 
 def test_esc_between_turns_does_nothing(rig: Rig) -> None:
     rig.start()
-    rig.terminal.show(ended(TurnOutcome.finished()))
+    rig.terminal.show(ended(TurnOutcome(OutcomeKind.FINISHED)))
     rig.terminal.press(Key.ESC)
     assert rig.interrupts == 0
 
@@ -443,7 +443,7 @@ async def test_the_task_prompt_keeps_a_history_and_keys_typed_during_a_turn(rig:
     assert await reading == "ls"
     rig.start("ls")
     rig.terminal.press("n")  # typed ahead while the turn runs
-    rig.terminal.show(ended(TurnOutcome.finished()))
+    rig.terminal.show(ended(TurnOutcome(OutcomeKind.FINISHED)))
     reading = asyncio.create_task(rig.terminal.read_task())
     await asyncio.sleep(0)
     assert rig.screen().cursor_row == "› n"
@@ -488,7 +488,7 @@ async def test_a_turn_ticks_its_live_rows_and_stops_ticking_when_it_ends(rig: Ri
     assert rig.lines[1].endswith("bash sleep 30 · 0.7 s")
     ticker = rig.terminal._ticker
     assert ticker is not None
-    rig.terminal.show(ended(TurnOutcome.paused()))
+    rig.terminal.show(ended(TurnOutcome(OutcomeKind.PAUSED)))
     await asyncio.sleep(0)
     assert ticker.cancelled() and rig.terminal._ticker is None
 
@@ -496,7 +496,7 @@ async def test_a_turn_ticks_its_live_rows_and_stops_ticking_when_it_ends(rig: Ri
 async def test_a_second_ctrl_c_at_the_prompt_after_a_paused_turn_leaves(rig: Rig) -> None:
     rig.start()
     rig.terminal.press(Key.CTRL_C)  # pauses the turn
-    rig.terminal.show(ended(TurnOutcome.paused()))
+    rig.terminal.show(ended(TurnOutcome(OutcomeKind.PAUSED)))
     reading = asyncio.create_task(rig.terminal.read_task())
     await asyncio.sleep(0)
     rig.time.now += 1.0

@@ -16,7 +16,7 @@ from treadle.domain.values.events import (
     TurnEnded,
     TurnStarted,
 )
-from treadle.domain.values.outcome import TurnOutcome
+from treadle.domain.values.outcome import OutcomeKind, TurnOutcome
 
 HOSTILE = "\x1b]0;owned\x07\x1b[31mred\x9b2J\r"
 CALL = ToolCall("c1", "bash", '{"command": "ls"}')
@@ -29,7 +29,7 @@ def a_turn(terminal: PlainTerminal) -> None:
     terminal.show(ToolStarted(CALL, "ls " + HOSTILE))
     terminal.show(ToolFinished(CALL, "exit 0 · 0.01 s", False, 0.01))
     terminal.show(RetryScheduled(2, 3, 2.0, "503 Service Unavailable"))
-    terminal.show(TurnEnded(TurnOutcome.paused(), Usage(10, 5), 2, 1.5))
+    terminal.show(TurnEnded(TurnOutcome(OutcomeKind.PAUSED), Usage(10, 5), 2, 1.5))
 
 
 def test_plain_lines_carry_no_escape_code_whatever_the_model_writes() -> None:
@@ -79,7 +79,7 @@ def test_a_continued_answer_reads_as_one_line_with_the_note_after_it() -> None:
     terminal.show(AnswerDelta("The quick brown "))
     terminal.show(ContinuationRequested(1, 16384))
     terminal.show(AnswerDelta("fox."))
-    terminal.show(TurnEnded(TurnOutcome.finished(), Usage(1, 2), 2, 0.5))
+    terminal.show(TurnEnded(TurnOutcome(OutcomeKind.FINISHED), Usage(1, 2), 2, 0.5))
     assert out.getvalue().splitlines() == [
         "The quick brown fox.",
         "… answer cut by its token budget; continuing (1, 16384 tokens)",

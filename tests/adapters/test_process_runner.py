@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 from returns.result import Failure, Success
+
+from tests.processes import is_running
 from treadle.adapters.process import SubprocessRunner
 from treadle.adapters.process.environment import child_environment, looks_secret
 from treadle.domain.values.process import ProcessResult, ProcessSpec
-
-from tests.processes import is_running
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs Linux /proc")
 

@@ -5,6 +5,7 @@ import itertools
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+
 from treadle.adapters.fakes import RecordingTerminal
 from treadle.adapters.redact import (
     REDACTED,

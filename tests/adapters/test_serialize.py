@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+
 from treadle.adapters.serialize import EVENT_BY_NAME, event_to_record, record_to_event
 from treadle.domain.values.conversation import Message, ToolCall, Usage
 from treadle.domain.values.events import (
@@ -17,7 +18,7 @@ from treadle.domain.values.events import (
     ToolFinished,
     TurnEnded,
 )
-from treadle.domain.values.outcome import TurnOutcome
+from treadle.domain.values.outcome import FailureKind, OutcomeKind, TurnOutcome
 
 CALL = ToolCall("c1", "bash", '{"command": "ls"}')
 EVENTS = [
@@ -28,7 +29,9 @@ EVENTS = [
     PlanUpdated((PlanStep("a", "completed"), PlanStep("b")), "why"),
     ToolFinished(CALL, "exit 0 · 0.1 s", False, 0.1),
     SubAgentProgress("agent-1", "running bash: ls", 2, Usage(5, 6), 1.5),
-    TurnEnded(TurnOutcome.failed("ResponseTruncated", "3"), Usage(1, 1), 4, 2.0),
+    TurnEnded(
+        TurnOutcome(OutcomeKind.FAILED, "3", FailureKind("ResponseTruncated")), Usage(1, 1), 4, 2.0
+    ),
 ]
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 from returns.result import Success
+
 from treadle.adapters.process import SubprocessRunner
 from treadle.adapters.process import spill as spill_module
 from treadle.adapters.redact import Redactor

@@ -4,6 +4,7 @@ import json
 from pathlib import Path
 
 import pytest
+
 from treadle.adapters.jsonl_transcript import JsonlTranscript, read_transcript
 from treadle.adapters.redact import REDACTED, Redactor
 from treadle.domain.values.conversation import Message, Usage
@@ -15,14 +16,14 @@ from treadle.domain.values.events import (
     TurnEvent,
     TurnStarted,
 )
-from treadle.domain.values.outcome import TurnOutcome
+from treadle.domain.values.outcome import OutcomeKind, TurnOutcome
 
 EVENTS: list[TurnEvent] = [
     TurnStarted("fix it"),
     MessageAdded(Message.user("fix it")),
     AnswerDelta("Looking"),
     ResponseReceived(1, "Looking", (), Usage(10, 2), "end_turn"),
-    TurnEnded(TurnOutcome.finished(), Usage(10, 2), 1, 0.5),
+    TurnEnded(TurnOutcome(OutcomeKind.FINISHED), Usage(10, 2), 1, 0.5),
 ]
 
 

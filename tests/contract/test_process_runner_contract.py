@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from returns.result import Success
+
 from treadle.adapters.fakes import FakeClock, FakeProcess, FakeRunner
 from treadle.adapters.process import SubprocessRunner
 from treadle.domain.values.process import ProcessResult, ProcessSpec

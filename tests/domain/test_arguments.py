@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 from returns.result import Failure, Success
+
 from treadle.adapters.fakes import FakeProcess
 from treadle.adapters.fakes import ScriptedResponse as R
 from treadle.domain.loop.builtin_tools import BashTool, UpdatePlanTool

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from hypothesis import given
 from hypothesis import strategies as st
+
 from treadle.domain.rules.history import History, close_unanswered, is_sendable, unanswered_calls
 from treadle.domain.values.conversation import Message, ToolCall
 

@@ -154,6 +154,7 @@ class StallAfterCall:
 
     async def stream(self, request):
         from returns.result import Success
+
         from treadle.domain.values.model import TextDelta, ToolCallReady
 
         yield Success(TextDelta("Running it"))

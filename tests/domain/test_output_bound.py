@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+
 from treadle.domain.rules.output_bound import OutputBound
 
 chunks = st.lists(st.binary(max_size=300), max_size=20)

@@ -68,3 +68,47 @@ def test_domain_imports_nothing_but_pure_stdlib_returns_and_treadle_core():
                 problems.append(f"{path.relative_to(DOMAIN)}: {module}")
     assert problems == []
 
+
+def import_cycle(graph: dict[str, set[str]]) -> list[str]:
+    """One cycle of ``graph`` (module -> modules it imports), or [] when there is none."""
+    done: set[str] = set()
+    trail: list[str] = []
+
+    def visit(module: str) -> list[str]:
+        if module in trail:
+            return [*trail[trail.index(module) :], module]
+        if module in done:
+            return []
+        trail.append(module)
+        for imported in sorted(graph.get(module, ())):
+            cycle = visit(imported)
+            if cycle:
+                return cycle
+        trail.pop()
+        done.add(module)
+        return []
+
+    for module in sorted(graph):
+        cycle = visit(module)
+        if cycle:
+            return cycle
+    return []
+
+
+def test_the_cycle_finder_sees_a_cycle_through_three_modules():
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+    assert import_cycle(graph) == ["a", "b", "c", "a"]
+    assert import_cycle({"a": {"b"}, "b": set()}) == []
+
+
+def test_no_module_of_the_domain_imports_another_in_a_cycle():
+    modules = domain_modules()
+    graph = {}
+    for name, path in modules.items():
+        imported = set()
+        for module in imported_modules(path):
+            # ``from pkg import mod`` names a module too; a package's own __init__ is not
+            # part of a cycle through its modules.
+            imported |= {m for m in modules if module == m or module.startswith(m + ".")}
+        graph[name] = {m for m in imported if m != name and not name.startswith(m + ".")}
+    assert import_cycle(graph) == []

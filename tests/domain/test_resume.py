@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from treadle.domain.rules.history import INTERRUPTED_RESULT, History, is_sendable
 from treadle.domain.rules.resume import rebuild_history, repaired_messages
 from treadle.domain.values.conversation import Message, ToolCall, Usage
@@ -15,7 +16,7 @@ from treadle.domain.values.events import (
     TurnEvent,
     TurnStarted,
 )
-from treadle.domain.values.outcome import TurnOutcome
+from treadle.domain.values.outcome import OutcomeKind, TurnOutcome
 
 LS = ToolCall("c1", "bash", '{"command": "ls"}')
 CAT = ToolCall("c2", "bash", '{"command": "cat x"}')
@@ -41,7 +42,7 @@ def test_a_finished_session_is_its_recorded_messages() -> None:
         AnswerDelta("Done."),
         received("Done.", stop="end_turn"),
         MessageAdded(Message.assistant("Done.")),
-        TurnEnded(TurnOutcome.finished(), Usage(), 1, 1.0),
+        TurnEnded(TurnOutcome(OutcomeKind.FINISHED), Usage(), 1, 1.0),
     ]
     history = rebuild_history(events)
     assert list(history.messages) == [Message.user("task"), Message.assistant("Done.")]
@@ -95,7 +96,7 @@ def test_a_failed_attempt_before_a_retry_leaves_nothing_behind() -> None:
 
 
 @pytest.mark.parametrize(
-    "ending", [TurnEnded(TurnOutcome.paused(), Usage(), 1, 1.0), TurnStarted("next")]
+    "ending", [TurnEnded(TurnOutcome(OutcomeKind.PAUSED), Usage(), 1, 1.0), TurnStarted("next")]
 )
 def test_text_is_not_carried_past_the_end_of_a_turn(ending: TurnEvent) -> None:
     events = [*START, AnswerDelta("stray"), ending]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from treadle.adapters.fakes import ScriptedResponse as R
 from treadle.domain.rules.retry import (
     RETRYABLE_STATUSES,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 from treadle.adapters.fakes import FakeProcess, RecordingTerminal
 from treadle.adapters.fakes import ScriptedResponse as R
@@ -16,7 +17,9 @@ from treadle.domain.values.events import (
     ToolStarted,
     TurnEnded,
 )
+from treadle.domain.values.model import ToolSpec
 from treadle.domain.values.outcome import OutcomeKind
+from treadle.domain.values.tools import Access, ToolResult
 
 
 def spawn(task: str, call_id: str = "a1", **clocks: float) -> ToolCall:
@@ -198,3 +201,31 @@ async def test_a_sub_agents_unanswered_question_makes_the_turn_wait_for_input(ri
     outcome = await r.agent.run_turn("x")
     assert outcome.screen_line == "Turn waiting for input: Which branch? (in agent-1)"
     assert "Which branch?" in r.agent.history.messages[-1].text
+
+
+class _LibraryTool:
+    """A library's own tool that happens to be called ``agent``: it only waits."""
+
+    spec = ToolSpec("agent", "waits a long time", {"type": "object", "properties": {}})
+    access: Access = "none"
+
+    def describe(self, arguments):
+        return "waiting"
+
+    async def run(self, arguments, context):
+        await context.clock.sleep(1000)
+        return ToolResult("waited")
+
+
+async def test_a_library_tool_called_agent_is_an_ordinary_tool_that_esc_stops(rig):
+    from treadle.domain.loop.turn import Agent
+
+    r = rig([R.calling("agent"), R.saying("never")])
+    terminal = RecordingTerminal(press_esc_when=lambda e: isinstance(e, ToolStarted))
+    ports = replace(r.agent.ports, terminal=terminal)
+    agent = Agent(ports, tools=[_LibraryTool()])
+    outcome = await agent.run_turn("x")
+    assert outcome.kind is OutcomeKind.PAUSED
+    assert r.clock.now() < 1000
+    assert terminal.of_type(SubAgentStarted) == []
+    assert is_sendable(agent.history.messages)

@@ -3,18 +3,18 @@
 from __future__ import annotations
 
 import pytest
+
 from treadle.adapters.fakes import FakeProcess
 from treadle.adapters.fakes import ScriptedResponse as R
 from treadle.domain.loop.settings import TurnSettings
 from treadle.domain.rules.truncation import (
     Continue,
-    ResponseTruncated,
     TokenBudget,
     continue_truncated,
 )
 from treadle.domain.values.conversation import ToolCall
 from treadle.domain.values.events import ContinuationRequested
-from treadle.domain.values.outcome import OutcomeKind
+from treadle.domain.values.outcome import OutcomeKind, Truncated
 
 
 def cut(text: str) -> R:
@@ -30,7 +30,7 @@ def test_the_budget_grows_by_its_factor_up_to_its_cap():
 
 def test_after_the_configured_continuations_the_answer_is_truncated():
     budget = TokenBudget(initial=10, continuations=2)
-    assert continue_truncated(budget, current=40, done=2) == ResponseTruncated(2)
+    assert continue_truncated(budget, current=40, done=2) == Truncated(2)
 
 
 @pytest.mark.parametrize(

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import logging
+
 import pytest
+
 from treadle.adapters.fakes import FakeProcess, RecordingTerminal
 from treadle.adapters.fakes import ScriptedResponse as R
 from treadle.domain.loop.prompt import SYSTEM_PROMPT
+from treadle.domain.loop.settings import TurnSettings
 from treadle.domain.rules.history import is_sendable
 from treadle.domain.values.conversation import ToolCall, Usage
 from treadle.domain.values.events import (
@@ -17,7 +21,7 @@ from treadle.domain.values.events import (
     TurnStarted,
 )
 from treadle.domain.values.model import CredentialsRejected, HttpStatusError, TransportError
-from treadle.domain.values.outcome import OutcomeKind
+from treadle.domain.values.outcome import FailureKind, OutcomeKind
 
 
 async def test_one_turn_repeats_requests_until_the_model_answers_without_a_tool(rig):
@@ -184,18 +188,35 @@ async def test_a_second_turn_continues_the_same_conversation(rig):
     assert texts == ["one", "first", "two"]
 
 
-async def test_a_crashing_tool_becomes_a_tool_error_and_the_loop_goes_on(rig):
-    r = rig([R.calling("bash", command="ls"), R.saying("recovered")])
+async def test_a_crashing_tool_ends_the_turn_as_an_internal_error_with_its_traceback_logged(
+    rig, caplog
+):
+    r = rig([R.calling("bash", command="ls"), R.saying("never")])
 
     async def boom(spec):  # the runner itself breaks: a bug in an adapter
         raise RuntimeError("runner exploded")
 
     r.runner.run = boom
-    outcome = await r.agent.run_turn("x")
-    assert outcome.kind is OutcomeKind.FINISHED
-    tool_message = r.model.requests[1].messages[-1]
-    assert tool_message.is_error and "runner exploded" in tool_message.text
+    with caplog.at_level(logging.ERROR, logger="treadle"):
+        outcome = await r.agent.run_turn("x")
+    assert (outcome.kind, outcome.reason) == (OutcomeKind.FAILED, FailureKind.INTERNAL)
+    assert outcome.screen_line == "Turn failed: InternalError: RuntimeError: runner exploded"
+    assert len(r.model.requests) == 1
     assert r.terminal.of_type(ToolFinished)[0].status == "crashed"
+    assert is_sendable(r.agent.history.messages)
+    (record,) = caplog.records
+    assert record.exc_info is not None and record.exc_info[0] is RuntimeError
+
+
+async def test_a_crash_names_the_log_that_holds_its_traceback(rig):
+    r = rig([R.calling("bash", command="ls")], settings=TurnSettings(log_path="/s/treadle.log"))
+
+    async def boom(spec):
+        raise KeyError("gone")
+
+    r.runner.run = boom
+    outcome = await r.agent.run_turn("x")
+    assert outcome.detail == "KeyError: 'gone' (traceback in /s/treadle.log)"
 
 
 async def test_an_empty_history_given_to_the_agent_is_the_one_it_keeps(rig):

@@ -9,6 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from tests.golden.demo_scenario import GOLDEN
 from treadle.adapters.fakes import (
     FakeClock,
     FakeProcess,
@@ -32,12 +34,10 @@ from treadle.domain.values.model import (
     ModelError,
     TransportError,
 )
-from treadle.domain.values.outcome import TurnOutcome
+from treadle.domain.values.outcome import FailureKind, OutcomeKind, TurnOutcome
 from treadle.domain.values.tools import ApprovalAnswer
 from treadle.entrypoints.commands import build_parser, run_subcommand
 from treadle.entrypoints.commands import replay as replay_command
-
-from tests.golden.demo_scenario import GOLDEN
 
 R = ScriptedResponse
 
@@ -280,12 +280,17 @@ FAILURES = [
         None,
         TransportError("connection_reset", "connection reset by peer"),
     ),
-    ("set KEY", False, TurnOutcome.blocked("set KEY"), CredentialsRejected("set KEY")),
-    ("bad", False, TurnOutcome.failed("MalformedStream", "bad"), MalformedStream("bad")),
+    ("set KEY", False, TurnOutcome(OutcomeKind.BLOCKED, "set KEY"), CredentialsRejected("set KEY")),
+    (
+        "bad",
+        False,
+        TurnOutcome(OutcomeKind.FAILED, "bad", FailureKind("MalformedStream")),
+        MalformedStream("bad"),
+    ),
     (
         "refused",
         False,
-        TurnOutcome.failed("TransportError", "refused"),
+        TurnOutcome(OutcomeKind.FAILED, "refused", FailureKind("TransportError")),
         TransportError("other", "refused"),
     ),
 ]

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from treadle.adapters.jsonl_transcript import read_transcript
 from treadle.domain.rules.history import History, is_sendable
 from treadle.domain.rules.resume import rebuild_history

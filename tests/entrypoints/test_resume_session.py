@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from dependency_injector import providers
+
 from treadle.adapters.fakes import (
     FakeClock,
     FakeProcess,

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 from freezegun import freeze_time
+
 from treadle.adapters.jsonl_transcript import JsonlTranscript
 from treadle.adapters.sessions import (
     KILLED,
@@ -16,7 +17,7 @@ from treadle.adapters.sessions import (
 )
 from treadle.domain.values.conversation import Usage
 from treadle.domain.values.events import TurnEnded, TurnStarted, UsageUpdated
-from treadle.domain.values.outcome import TurnOutcome
+from treadle.domain.values.outcome import FailureKind, OutcomeKind, TurnOutcome
 from treadle.entrypoints.commands import run_subcommand
 
 DEAD_PID = 2**22 + 12345  # above any pid_max: never a live process
@@ -41,7 +42,7 @@ def a_session(
 def test_a_session_records_what_it_is_and_how_its_turns_ended(tmp_path: Path) -> None:
     store = SessionStore(tmp_path)
     with freeze_time("2025-03-01 09:30:00"):
-        a_session(store, "s1", "Fix the parser\nwith details", ends=TurnOutcome.paused())
+        a_session(store, "s1", "Fix the parser\nwith details", ends=TurnOutcome(OutcomeKind.PAUSED))
     meta = read_meta(store.folder("s1"))
     assert (meta.id, meta.workspace, meta.model) == ("s1", "/src/project", "demo")
     assert meta.created.startswith("2025-03-01T")
@@ -54,12 +55,17 @@ def test_the_listing_is_newest_first_with_outcome_and_tokens(
 ) -> None:
     store = SessionStore(tmp_path / "sessions")
     with freeze_time("2025-03-01 09:00:00"):
-        a_session(store, "20250301-090000-aaaaaa", "Old task", ends=TurnOutcome.finished())
+        a_session(
+            store, "20250301-090000-aaaaaa", "Old task", ends=TurnOutcome(OutcomeKind.FINISHED)
+        )
     with freeze_time("2025-03-02 09:00:00"):
         a_session(store, "20250302-090000-bbbbbb", "Killed task", ends=None, tokens=1234)
     with freeze_time("2025-03-03 09:00:00"):
         a_session(
-            store, "20250303-090000-cccccc", "Blocked task", ends=TurnOutcome.blocked("a yes")
+            store,
+            "20250303-090000-cccccc",
+            "Blocked task",
+            ends=TurnOutcome(OutcomeKind.BLOCKED, "a yes"),
         )
     monkeypatch.setenv("TREADLE_STATE_DIR", str(tmp_path))
     out = io.StringIO()
@@ -85,7 +91,12 @@ def test_no_sessions_says_so(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
 
 def test_a_lost_record_is_rebuilt_from_the_transcript(tmp_path: Path) -> None:
     store = SessionStore(tmp_path)
-    a_session(store, "s1", "Task one", ends=TurnOutcome.failed("HttpError", "HTTP 400"))
+    a_session(
+        store,
+        "s1",
+        "Task one",
+        ends=TurnOutcome(OutcomeKind.FAILED, "HTTP 400", FailureKind("HttpError")),
+    )
     (store.folder("s1") / "meta.json").write_text("{ torn")
     row = store.row("s1")
     assert (row.meta.task, row.status, row.tokens) == ("Task one", "failed", 30)
@@ -100,9 +111,9 @@ def test_a_session_is_found_by_id_unique_prefix_or_last(
 ) -> None:
     store = SessionStore(tmp_path)
     with freeze_time("2025-03-01"):
-        a_session(store, "20250301-0900-aa", "a", ends=TurnOutcome.finished())
+        a_session(store, "20250301-0900-aa", "a", ends=TurnOutcome(OutcomeKind.FINISHED))
     with freeze_time("2025-03-02"):
-        a_session(store, "20250302-0900-bb", "b", ends=TurnOutcome.finished())
+        a_session(store, "20250302-0900-bb", "b", ends=TurnOutcome(OutcomeKind.FINISHED))
     assert store.find(reference) == (found or "20250302-0900-bb")
 
 
@@ -111,8 +122,8 @@ def test_an_unknown_or_ambiguous_session_is_refused(
     tmp_path: Path, reference: str, why: str
 ) -> None:
     store = SessionStore(tmp_path)
-    a_session(store, "20250301-0900-aa", "a", ends=TurnOutcome.finished())
-    a_session(store, "20250302-0900-bb", "b", ends=TurnOutcome.finished())
+    a_session(store, "20250301-0900-aa", "a", ends=TurnOutcome(OutcomeKind.FINISHED))
+    a_session(store, "20250302-0900-bb", "b", ends=TurnOutcome(OutcomeKind.FINISHED))
     with pytest.raises(SessionNotFound, match=why):
         store.find(reference)
 

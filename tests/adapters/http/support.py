@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from returns.result import Failure, Result, Success
+
 from treadle.domain.values.conversation import Message, ToolCall, Usage
 from treadle.domain.values.model import (
     ModelError,

@@ -5,11 +5,6 @@ the seam, including the whitespace an Anthropic prefill may not end with."""
 from __future__ import annotations
 
 import pytest
-from treadle.adapters.http_model import AnthropicModel, OpenAIChatModel
-from treadle.adapters.http_model.anthropic_reader import AnthropicReader
-from treadle.adapters.http_model.openai_chat import CONTINUE_PROMPT
-from treadle.adapters.http_model.sse import SseEvent
-from treadle.domain.values.conversation import Message
 
 from tests.adapters.http.server import Reply, ScriptedServer
 from tests.adapters.http.support import (
@@ -19,6 +14,11 @@ from tests.adapters.http.support import (
     listen,
     openai_text_stream,
 )
+from treadle.adapters.http_model import AnthropicModel, OpenAIChatModel
+from treadle.adapters.http_model.anthropic_reader import AnthropicReader
+from treadle.adapters.http_model.openai_chat import CONTINUE_PROMPT
+from treadle.adapters.http_model.sse import SseEvent
+from treadle.domain.values.conversation import Message
 
 
 async def _anthropic_continues(

@@ -11,6 +11,9 @@ from typing import Any
 
 import httpx
 import pytest
+
+from tests.adapters.http.server import Fault, FaultKind, Reply, ScriptedServer
+from tests.adapters.http.support import KEY, Heard, a_request, listen, stream_file
 from treadle.adapters.http_model import AnthropicModel, OpenAIChatModel
 from treadle.domain.values.model import (
     CredentialsRejected,
@@ -20,9 +23,6 @@ from treadle.domain.values.model import (
     TextDelta,
     TransportError,
 )
-
-from tests.adapters.http.server import Fault, FaultKind, Reply, ScriptedServer
-from tests.adapters.http.support import KEY, Heard, a_request, listen, stream_file
 
 HttpModel = AnthropicModel | OpenAIChatModel
 ModelFactory = Callable[..., HttpModel]

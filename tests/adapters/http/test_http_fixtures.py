@@ -6,12 +6,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import pytest
-from treadle.adapters.http_model import AnthropicModel, OpenAIChatModel
-from treadle.domain.values.conversation import ToolCall, Usage
-from treadle.domain.values.model import HttpStatusError, MalformedStream, ModelError, StreamEnd
 
 from tests.adapters.http.server import Reply, ScriptedServer
 from tests.adapters.http.support import KEY, STREAMS, a_request, listen, stream_file
+from treadle.adapters.http_model import AnthropicModel, OpenAIChatModel
+from treadle.domain.values.conversation import ToolCall, Usage
+from treadle.domain.values.model import HttpStatusError, MalformedStream, ModelError, StreamEnd
 
 WEATHER_TEXT = "I'll check the current weather in Paris for you."
 TAX_TEXT = (

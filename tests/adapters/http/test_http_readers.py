@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 from returns.result import Failure, Success
+
 from treadle.adapters.http_model.anthropic_reader import AnthropicReader
 from treadle.adapters.http_model.exchange import StreamItem
 from treadle.adapters.http_model.openai_chat_reader import OpenAIChatReader

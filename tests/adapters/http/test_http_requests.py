@@ -7,12 +7,12 @@ import json
 
 import httpx
 import pytest
-from treadle.adapters.http_model import AnthropicModel, OpenAIChatModel
-from treadle.domain.values.conversation import Message, ToolCall
-from treadle.domain.values.model import CredentialsRejected, ToolSpec
 
 from tests.adapters.http.server import Reply, ScriptedServer
 from tests.adapters.http.support import KEY, a_request, listen, stream_file
+from treadle.adapters.http_model import AnthropicModel, OpenAIChatModel
+from treadle.domain.values.conversation import Message, ToolCall
+from treadle.domain.values.model import CredentialsRejected, ToolSpec
 
 BASH = ToolSpec(
     "bash",

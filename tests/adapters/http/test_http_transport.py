@@ -11,11 +11,11 @@ from collections.abc import AsyncIterator
 
 import httpx
 import pytest
+
+from tests.adapters.http.support import KEY, a_request, listen, stream_file
 from treadle.adapters.http_model import AnthropicModel, OpenAIChatModel
 from treadle.adapters.http_model.transport import error_message, redact
 from treadle.domain.values.model import TransportError, TransportKind
-
-from tests.adapters.http.support import KEY, a_request, listen, stream_file
 
 
 def _os_error(code: int) -> OSError:

@@ -9,14 +9,14 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 import pytest
+
+from tests.adapters.http.server import Fault, FaultKind, Reply, ScriptedServer
+from tests.adapters.http.support import KEY, anthropic_text_stream, openai_text_stream
 from treadle.adapters.fakes import FakeClock, FakeRunner, RecordingTerminal
 from treadle.adapters.http_model import AnthropicModel, OpenAIChatModel
 from treadle.domain.loop.settings import TurnSettings
 from treadle.domain.loop.turn import Agent, TurnPorts
-from treadle.domain.values.outcome import OutcomeKind, TurnOutcome
-
-from tests.adapters.http.server import Fault, FaultKind, Reply, ScriptedServer
-from tests.adapters.http.support import KEY, anthropic_text_stream, openai_text_stream
+from treadle.domain.values.outcome import FailureKind, OutcomeKind, TurnOutcome
 
 ANSWER = ["The tests ", "pass."]
 STREAMS = {"anthropic": anthropic_text_stream(ANSWER), "openai": openai_text_stream(ANSWER)}
@@ -74,7 +74,7 @@ async def test_three_failed_attempts_end_the_turn(server: ScriptedServer, provid
     server.add(*[Reply.error(503, {"error": {"message": "busy"}})] * 3)
     run = await _turn(provider, server.base_url)
     assert run.outcome.kind is OutcomeKind.FAILED
-    assert run.outcome.reason == "HttpError"
+    assert run.outcome.reason is FailureKind.HTTP
     assert "busy" in run.outcome.detail
     assert run.clock.slept == [1.0, 2.0]
     assert len(server.requests) == 3
@@ -122,7 +122,7 @@ async def test_a_failure_after_text_was_shown_is_not_retried_nor_shown_twice(
     server.add(Reply.sse(STREAMS[provider], fault=cut), Reply.sse(STREAMS[provider]))
     run = await _turn(provider, server.base_url)
     assert run.outcome.kind is OutcomeKind.FAILED
-    assert run.outcome.reason == "TransportError"
+    assert run.outcome.reason is FailureKind.TRANSPORT
     assert run.clock.slept == []
     assert len(server.requests) == 1
     assert run.shown == "The tests "

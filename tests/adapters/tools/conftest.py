@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+
 from treadle.adapters.fakes import FakeClock
 from treadle.adapters.process import SubprocessRunner
 from treadle.domain.values.tools import ToolLimits
@@ -47,6 +49,11 @@ def context(tree: Path) -> Callable[..., ToolContext]:
             limits=ToolLimits(default_timeout=30.0, **limits),  # type: ignore[arg-type]
             emit=lambda event: None,
             ask_question=no_answer,
+            until_stopped=never_stopped,
         )
 
     return make
+
+
+async def never_stopped() -> None:
+    await asyncio.Event().wait()

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 from returns.result import Failure, Success
+
 from treadle.adapters.tools import (
     EditFileTool,
     ReadFileTool,

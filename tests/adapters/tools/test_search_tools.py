@@ -7,6 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+
 from treadle.adapters.tools import FindFilesTool, SearchTool
 from treadle.adapters.tools.ripgrep import find_ripgrep
 from treadle.domain.values.tools import ToolResult
