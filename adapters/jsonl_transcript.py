@@ -59,11 +59,11 @@ class JsonlTranscript:
             held = self._events.flush()
             if held:
                 self._write(held)
-        if self._file is not None:
-            self._file.flush()
-            os.fsync(self._file.fileno())
-            self._file.close()
-            self._file = None
+        file, self._file = self._file, None
+        if file is not None and not file.closed:
+            file.flush()
+            os.fsync(file.fileno())
+            file.close()
 
 
 def _redacted(value: Any, redact: Callable[[str], str]) -> Any:

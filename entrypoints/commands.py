@@ -20,7 +20,7 @@ from typing import TextIO
 
 from treadle.adapters.replay_model import Divergence, Recording, ReplayModel, recorded_tools
 from treadle.domain.loop.stop import StopSignal
-from treadle.domain.loop.turn import Agent, TurnPorts
+from treadle.domain.loop.turn import Agent
 from treadle.domain.rules.resume import rebuild_history
 from treadle.domain.values.conversation import Message
 from treadle.entrypoints.config import AppConfig, ConfigError, check_value
@@ -152,14 +152,14 @@ def find_transcript(reference: str) -> Path:
 
 
 async def replay(args: argparse.Namespace, out: TextIO) -> int:
+    """Re-run a recorded session: the container, with the recording as the model."""
+    from dependency_injector import providers
+
     from treadle.adapters.fakes import FakeClock, FakeRunner, RecordingTerminal
     from treadle.adapters.jsonl_transcript import read_transcript
     from treadle.adapters.plain_terminal import PlainTerminal
-    from treadle.adapters.redact import RedactingTerminal, Redactor
-    from treadle.adapters.system_clock import SystemClock
-    from treadle.entrypoints.container import build_runner, build_settings, build_tools
-    from treadle.ports.clock import Clock
-    from treadle.ports.process import ProcessRunner
+    from treadle.adapters.redact import Redactor
+    from treadle.entrypoints.container import Container, build_tools
 
     path = find_transcript(args.transcript)
     try:
@@ -179,22 +179,29 @@ async def replay(args: argparse.Namespace, out: TextIO) -> int:
 
     turn_stop = _TurnStop()
     model = ReplayModel(recording, normalize=normalize, on_cut=turn_stop.cut)
-    clock: Clock
-    runner: ProcessRunner
-    if args.recorded_tools:
-        clock = FakeClock()
-        runner = FakeRunner(clock)
-    else:
-        clock, runner = SystemClock(), build_runner(app, redactor)
-    terminal = RecordingTerminal() if args.check else PlainTerminal(out)
     tools = recorded_tools(
         build_tools(), recording, answer_from_recording=args.recorded_tools, on_cut=turn_stop.cut
     )
+    container = Container()
+    container.app.override(providers.Object(app))
+    container.model.override(providers.Object(model))
+    container.tools.override(providers.Object(tools))
+    container.redactor.override(providers.Object(redactor))
+    terminal = RecordingTerminal() if args.check else PlainTerminal(out)
+    container.terminal.override(providers.Object(terminal))
+    if args.recorded_tools:
+        clock = FakeClock()
+        container.clock.override(providers.Object(clock))
+        container.runner.override(providers.Object(FakeRunner(clock)))
     with tempfile.TemporaryDirectory(prefix="treadle-replay-") as session_dir:
-        settings = build_settings(app, session_dir, interactive=False)
-        ports = TurnPorts(model, clock, runner, RedactingTerminal(terminal, redactor))
-        agent = Agent(ports, settings, tools)
-        divergence = await replay_turns(agent, model, turn_stop, normalize)
+        # Tools that save output need a folder; a replay keeps no transcript or log of its own.
+        container.session_dir.override(providers.Object(session_dir))
+        container.transcript.override(providers.Object(None))
+        container.log_path.override(providers.Object(""))
+        try:
+            divergence = await replay_turns(container.agent(), model, turn_stop, normalize)
+        finally:
+            container.shutdown_resources()
     if divergence is not None:
         print(f"replay diverged at {divergence.describe()}", file=out if args.check else sys.stderr)
         return 1 if args.check else 0

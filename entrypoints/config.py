@@ -57,6 +57,7 @@ class AppConfig:
     env_passthrough: tuple[str, ...] = ()
     workspace: str = "."
     provider: str = ""
+    log_level: str = "warning"
     origins: dict[str, str] = field(default_factory=dict, compare=False)
 
     def with_values(self, values: Mapping[str, Any], origin: str) -> AppConfig:
@@ -112,6 +113,11 @@ KEYS: dict[str, Key] = {
     "approval": Key("choice", "ask, auto or read-only", choices=("ask", "auto", "read-only")),
     "allowed_prefixes": Key("texts", "command prefixes that run without asking"),
     "env_passthrough": Key("env_names", "secret-looking variables that commands may see"),
+    "log_level": Key(
+        "choice",
+        "what the session's treadle.log keeps beyond tracebacks (debug: requests, tools)",
+        choices=("debug", "info", "warning", "error"),
+    ),
 }
 """Every key a file, a ``TREADLE_*`` variable or a flag may set (``workspace`` is a flag)."""
 
@@ -131,6 +137,8 @@ RECORDED_SETTINGS = (
 )
 """What a session records of its configuration: what shapes its requests, for replay."""
 NOT_CONFIG_VARIABLES = frozenset({"TREADLE_STATE_DIR", "TREADLE_CONFIG_DIR"})
+ENV_ALIASES = {"TREADLE_LOG": "log_level"}
+"""Short names for keys, as people type them: ``TREADLE_LOG=debug``."""
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
 
@@ -267,8 +275,9 @@ def read_env_values(environ: Mapping[str, str]) -> dict[str, tuple[Any, str]]:
             f"(TREADLE_<KEY> with KEY one of {', '.join(KEYS)})"
         )
     values: dict[str, tuple[Any, str]] = {}
-    for key in KEYS:
-        name = ENV_PREFIX + key.upper()
+    names = [(alias, key) for alias, key in ENV_ALIASES.items()]
+    names += [(ENV_PREFIX + key.upper(), key) for key in KEYS]  # the full name wins
+    for name, key in names:
         if name in environ:
             try:
                 values[key] = (check_value(key, environ[name], from_text=True), name)
@@ -279,7 +288,7 @@ def read_env_values(environ: Mapping[str, str]) -> dict[str, tuple[Any, str]]:
 
 def unknown_variables(environ: Mapping[str, str]) -> list[str]:
     """``TREADLE_*`` variables that name no key (a typo): an error, like an unknown key."""
-    known = {ENV_PREFIX + key.upper() for key in KEYS} | NOT_CONFIG_VARIABLES
+    known = {ENV_PREFIX + key.upper() for key in KEYS} | NOT_CONFIG_VARIABLES | set(ENV_ALIASES)
     return sorted(
         name
         for name in environ

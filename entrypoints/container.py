@@ -1,33 +1,42 @@
-"""The composition root: one container wiring adapters to ports.
+"""The composition root: one container wiring adapters to ports, for every way treadle runs.
 
-Tests and library users override a provider to swap an adapter::
+A one-turn run, an interactive session and a replay are all this container with some
+providers overridden; tests and library users override them the same way::
 
     container = Container()
     container.model.override(providers.Object(ScriptedModel([...])))
+    agent = container.agent()
+
+The session's resources (its transcript and its ``treadle.log``) are opened when first
+asked for and closed by ``container.shutdown_resources()``.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 from dependency_injector import containers, providers
 
 from treadle.adapters.jsonl_transcript import JsonlTranscript
 from treadle.adapters.plain_terminal import JsonLinesTerminal, PlainTerminal
 from treadle.adapters.redact import RedactingTerminal, Redactor
+from treadle.adapters.session_log import LOG_FILE, session_log
 from treadle.adapters.sessions import META, TRANSCRIPT, SessionLog, SessionStore
 from treadle.adapters.system_clock import SystemClock
 from treadle.domain.loop.settings import SubAgentClocks, TurnSettings
 from treadle.domain.loop.turn import Agent, TurnPorts, core_tools
 from treadle.domain.rules.approval import POLICIES
+from treadle.domain.rules.history import History
 from treadle.domain.rules.truncation import TokenBudget
 from treadle.domain.values.tools import ToolLimits
 from treadle.entrypoints.config import RECORDED_SETTINGS, AppConfig
+from treadle.entrypoints.interrupts import LeaveNow
 from treadle.ports.clock import Clock
 from treadle.ports.model import Model
 from treadle.ports.process import ProcessRunner
+from treadle.ports.terminal import Terminal
 from treadle.ports.tools import Tool
 
 
@@ -96,22 +105,16 @@ def build_tools() -> list[Tool]:
     return core_tools() + file_tools()
 
 
-def build_terminal(mode: str, resume_hint: str) -> Any:
+def build_terminal(mode: str, resume_hint: str, leave_now: LeaveNow) -> Terminal:
+    """The screen for ``mode``: ``json`` (one event per line), ``tty`` (the full display
+    with its keys) or ``plain`` (lines, for a pipe or ``--print``)."""
     if mode == "json":
         return JsonLinesTerminal(resume_hint=resume_hint)
     if mode == "tty":
         from treadle.adapters.blessed_terminal import BlessedTerminal
 
-        return BlessedTerminal(resume_hint=resume_hint, hard_exit=exit_at_once)
+        return BlessedTerminal(resume_hint=resume_hint, leave_now=leave_now)
     return PlainTerminal(resume_hint=resume_hint)
-
-
-def exit_at_once(code: int = 130) -> None:
-    """The second Ctrl-C: kill every running command, then leave without cleanup."""
-    from treadle.adapters.process import kill_every_command_now
-
-    kill_every_command_now()
-    os._exit(code)
 
 
 def build_redactor(app: AppConfig) -> Redactor:
@@ -120,10 +123,22 @@ def build_redactor(app: AppConfig) -> Redactor:
     return Redactor.from_environ(os.environ, also=key_envs)
 
 
-def build_session_log(app: AppConfig, session_dir: str, redactor: Redactor) -> SessionLog | None:
+def open_session_log(app: AppConfig, session_dir: str, redactor: Redactor) -> Iterator[str]:
+    """The session's ``treadle.log`` while the session runs (no file without a session)."""
+    if not session_dir:
+        yield ""
+        return
+    with session_log(os.path.join(session_dir, LOG_FILE), redactor.redact, app.log_level) as path:
+        yield path
+
+
+def open_transcript(
+    app: AppConfig, session_dir: str, redactor: Redactor
+) -> Iterator[SessionLog | None]:
     """The session's transcript and record, in ``session_dir`` (created when new)."""
     if not session_dir:
-        return None
+        yield None
+        return
     folder = Path(session_dir)
     if not (folder / META).is_file():
         SessionStore(folder.parent, redactor.redact).create(
@@ -134,10 +149,22 @@ def build_session_log(app: AppConfig, session_dir: str, redactor: Redactor) -> S
             settings={key: getattr(app, key) for key in RECORDED_SETTINGS},
         )
     transcript = JsonlTranscript(folder / TRANSCRIPT, redact=redactor)
-    return SessionLog(folder, transcript, redactor.redact)
+    log = SessionLog(folder, transcript, redactor.redact)
+    try:
+        yield log
+    finally:
+        log.close()
 
 
-def build_settings(app: AppConfig, session_dir: str, interactive: bool) -> TurnSettings:
+def conversation_so_far(log: SessionLog | None) -> History:
+    """A session folder that already holds a transcript is continued (``--resume``)."""
+    history = log.conversation_so_far() if log is not None else None
+    return history if history is not None else History()
+
+
+def build_settings(
+    app: AppConfig, session_dir: str, interactive: bool, log_path: str
+) -> TurnSettings:
     approval = app.approval or ("ask" if interactive else "auto")
     if approval not in POLICIES:
         raise ValueError(f"approval must be one of {', '.join(POLICIES)}, not {approval!r}")
@@ -154,37 +181,66 @@ def build_settings(app: AppConfig, session_dir: str, interactive: bool) -> TurnS
             passthrough_env=app.env_passthrough,
         ),
         subagents=SubAgentClocks(app.subagent_check_interval, app.subagent_deadline),
+        log_path=log_path,
     )
+
+
+def build_agent(
+    ports: TurnPorts, settings: TurnSettings, tools: list[Tool], history: History, leave: LeaveNow
+) -> Agent:
+    """The session's agent; a second Ctrl-C records its running turn as paused."""
+    agent = Agent(ports, settings, tools, history=history)
+    leave.agent = agent
+    return agent
 
 
 class Container(containers.DeclarativeContainer):
     """Production defaults; every provider can be overridden."""
 
-    app = providers.Object(AppConfig())
-    mode = providers.Object("plain")
-    interactive = providers.Object(False)
-    session_dir = providers.Object("")
-    resume_hint = providers.Object("")
+    app: providers.Provider[AppConfig] = providers.Object(AppConfig())
+    mode: providers.Provider[str] = providers.Object("plain")
+    interactive: providers.Provider[bool] = providers.Object(False)
+    session_dir: providers.Provider[str] = providers.Object("")
+    resume_hint: providers.Provider[str] = providers.Object("")
 
-    clock = providers.Singleton(SystemClock)
-    model = providers.Singleton(build_model, app, clock)
-    terminal = providers.Singleton(build_terminal, mode, resume_hint)
-    redactor = providers.Singleton(build_redactor, app)
-    runner = providers.Singleton(build_runner, app, redactor)
-    screen = providers.Singleton(RedactingTerminal, terminal, redactor)
-    transcript = providers.Singleton(build_session_log, app, session_dir, redactor)
-    # A session folder that already has a transcript is continued (--resume).
-    history = providers.Singleton(
-        lambda log: log.conversation_so_far() if log is not None else None, transcript
+    leave_now: providers.Provider[LeaveNow] = providers.Singleton(LeaveNow)
+    clock: providers.Provider[Clock] = providers.Singleton(SystemClock)
+    model: providers.Provider[Model] = providers.Singleton(build_model, app, clock)
+    terminal: providers.Provider[Terminal] = providers.Singleton(
+        build_terminal, mode, resume_hint, leave_now
     )
-    tools = providers.Singleton(build_tools)
-    settings = providers.Singleton(build_settings, app, session_dir, interactive)
-    ports = providers.Singleton(
-        TurnPorts,
-        model=model,
-        clock=clock,
-        runner=runner,
-        terminal=screen,
-        transcript=transcript,
+    redactor: providers.Provider[Redactor] = providers.Singleton(build_redactor, app)
+    runner: providers.Provider[ProcessRunner] = providers.Singleton(build_runner, app, redactor)
+    screen: providers.Provider[Terminal] = providers.Singleton(
+        RedactingTerminal, terminal, redactor
     )
-    agent = providers.Singleton(Agent, ports=ports, settings=settings, tools=tools, history=history)
+    log_path: providers.Provider[str] = providers.Resource(
+        open_session_log, app, session_dir, redactor
+    )
+    transcript: providers.Provider[SessionLog | None] = providers.Resource(
+        open_transcript, app, session_dir, redactor
+    )
+    history: providers.Provider[History] = providers.Singleton(conversation_so_far, transcript)
+    tools: providers.Provider[list[Tool]] = providers.Singleton(build_tools)
+    settings: providers.Provider[TurnSettings] = providers.Singleton(
+        build_settings, app, session_dir, interactive, log_path
+    )
+    ports: providers.Provider[TurnPorts] = providers.Singleton(
+        TurnPorts, model=model, clock=clock, runner=runner, terminal=screen, transcript=transcript
+    )
+    agent: providers.Provider[Agent] = providers.Singleton(
+        build_agent, ports, settings, tools, history, leave_now
+    )
+
+
+def session_container(
+    app: AppConfig, *, mode: str, session_dir: str, resume_hint: str
+) -> Container:
+    """The container for a session of the command line: a one-turn run or an interactive one."""
+    container = Container()
+    container.app.override(providers.Object(app))
+    container.mode.override(providers.Object(mode))
+    container.interactive.override(providers.Object(mode == "tty"))
+    container.session_dir.override(providers.Object(session_dir))
+    container.resume_hint.override(providers.Object(resume_hint))
+    return container

@@ -21,9 +21,9 @@ from treadle.domain.loop.stop import StopSignal
 from treadle.domain.loop.turn import Agent
 from treadle.domain.values.outcome import NoModel, end_turn
 from treadle.entrypoints.config import AppConfig
+from treadle.entrypoints.interrupts import SignalPolicy
 
 EXIT_COMMANDS = frozenset({"/exit", "/quit"})
-SECOND_INTERRUPT_WINDOW = 2.0
 
 
 class TaskPrompt(Protocol):
@@ -40,43 +40,40 @@ class TaskPrompt(Protocol):
 
 @dataclass
 class SessionInterrupts:
-    """What SIGINT and SIGTERM do during a session.
+    """What the stop signals do during a session (with the keyboard's Ctrl-C, the
+    terminal sees to its own keys).
 
-    During a turn they stop it (pause); a second SIGINT within two seconds of the
-    first, while the turn is still stopping, exits at once after ``restore``. At
-    the prompt they end the session. SIGTERM also ends the session after the turn.
+    During a turn they stop it (pause); a second SIGINT within the window leaves at
+    once, as everywhere (``leave_now``). At the prompt they end the session. SIGTERM,
+    SIGHUP and SIGQUIT also end the session after the turn.
     """
 
     prompt: TaskPrompt
-    restore: Callable[[], None] = field(default=lambda: None)
+    leave_now: Callable[[], None] = field(default=lambda: None)
     stop: StopSignal | None = None
     ending: bool = False
-    _first: float | None = None
+    now: Callable[[], float] = time.monotonic
+
+    def __post_init__(self) -> None:
+        self._policy = SignalPolicy(self._stop_turn, self.leave_now, self._at_rest, self.now)
 
     def signalled(self, signum: int) -> None:
-        if signum == signal.SIGTERM:
-            self.ending = True
-        stop = self.stop
-        if stop is None:
-            self.ending = True
-            self.prompt.stop_prompt()
-            return
-        now = time.monotonic()
-        if (
-            signum == signal.SIGINT
-            and stop.is_set
-            and self._first is not None
-            and now - self._first < SECOND_INTERRUPT_WINDOW
-        ):
-            self.restore()
-            os._exit(130)
-        self._first = now
-        stop.set("interrupted")
+        self._policy.signalled(signum)
 
     def install(self) -> None:
-        loop = asyncio.get_running_loop()
-        for signum in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(signum, self.signalled, signum)
+        self._policy.install()
+
+    def _stop_turn(self, signum: int) -> bool:
+        if signum != signal.SIGINT:
+            self.ending = True
+        if self.stop is None:
+            return False
+        self.stop.set("interrupted")
+        return True
+
+    def _at_rest(self, signum: int) -> None:
+        self.ending = True
+        self.prompt.stop_prompt()
 
 
 async def run_interactive(
@@ -118,17 +115,13 @@ def run_interactive_session(app: AppConfig, session_dir: str, session_id: str) -
 async def _session(app: AppConfig, session_dir: str, session_id: str, greeting: list[str]) -> int:
     from dependency_injector import providers
 
-    from treadle.entrypoints.container import Container, ModelNotConfigured
+    from treadle.adapters.blessed_terminal import BlessedTerminal
+    from treadle.entrypoints.container import ModelNotConfigured, session_container
 
-    container = Container()
-    container.app.override(providers.Object(app))
-    container.mode.override(providers.Object("tty"))
-    container.interactive.override(providers.Object(True))
-    container.session_dir.override(providers.Object(session_dir))
-    container.resume_hint.override(
-        providers.Object(f" — type to go on, or later: treadle --resume {session_id}")
-    )
-    terminal = container.terminal()
+    hint = f" — type to go on, or later: treadle --resume {session_id}"
+    container = session_container(app, mode="tty", session_dir=session_dir, resume_hint=hint)
+    terminal = BlessedTerminal(resume_hint=hint, leave_now=container.leave_now())
+    container.terminal.override(providers.Object(terminal))
     try:
         try:
             agent = container.agent()
@@ -138,11 +131,9 @@ async def _session(app: AppConfig, session_dir: str, session_id: str, greeting: 
             return outcome.exit_code
         terminal.note(greeting)
         terminal.open_session()
-        interrupts = SessionInterrupts(terminal, terminal.restore)
+        interrupts = SessionInterrupts(terminal, terminal.leave_now)
         interrupts.install()
         return await run_interactive(agent, terminal, interrupts)
     finally:
         terminal.close()
-        transcript = container.transcript()
-        if transcript is not None:
-            transcript.close()
+        container.shutdown_resources()

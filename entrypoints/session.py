@@ -7,20 +7,16 @@ import asyncio
 import contextlib
 import os
 import secrets
-import signal
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 from treadle.domain.loop.stop import StopSignal
 from treadle.domain.rules.resume import RESUME_MESSAGE
 from treadle.domain.values.conversation import Usage
 from treadle.domain.values.events import TurnEnded
-from treadle.domain.values.outcome import NoModel, Stopped, end_turn
+from treadle.domain.values.outcome import NoModel, end_turn
 from treadle.entrypoints.config import AppConfig, ConfigError, load_config
-
-SECOND_INTERRUPT_WINDOW = 2.0
 
 
 def state_dir() -> Path:
@@ -118,65 +114,31 @@ def run_session(args: argparse.Namespace) -> int:
 
 
 async def _one_turn(app: AppConfig, task: str, mode: str, session_dir: str, session_id: str) -> int:
-    from dependency_injector import providers
-
     from treadle.adapters.jsonl_transcript import TranscriptDamaged
-    from treadle.entrypoints.container import Container, ModelNotConfigured
+    from treadle.entrypoints.container import ModelNotConfigured, session_container
+    from treadle.entrypoints.interrupts import SignalPolicy
 
-    container = Container()
-    container.app.override(providers.Object(app))
-    container.mode.override(providers.Object(mode))
-    container.interactive.override(providers.Object(mode == "tty"))
-    container.session_dir.override(providers.Object(session_dir))
-    container.resume_hint.override(
-        providers.Object(f" — resume with: treadle --resume {session_id}")
-    )
+    hint = f" — resume with: treadle --resume {session_id}"
+    container = session_container(app, mode=mode, session_dir=session_dir, resume_hint=hint)
     try:
-        agent = container.agent()
-    except ModelNotConfigured as error:
-        # Shown as any turn's end would be: a line, or the last JSON event.
-        outcome = end_turn(NoModel(str(error)))
-        container.screen().show(TurnEnded(outcome, Usage(), 0, 0.0))
+        try:
+            agent = container.agent()
+        except ModelNotConfigured as error:
+            # Shown as any turn's end would be: a line, or the last JSON event.
+            outcome = end_turn(NoModel(str(error)))
+            container.screen().show(TurnEnded(outcome, Usage(), 0, 0.0))
+            return outcome.exit_code
+        except TranscriptDamaged as error:
+            print(f"treadle: cannot continue session {session_id}: {error}", file=sys.stderr)
+            return 2
+        stop = StopSignal()
+
+        def stop_turn(signum: int) -> bool:
+            stop.set("interrupted")
+            return True
+
+        SignalPolicy(stop_turn, container.leave_now()).install()
+        outcome = await agent.run_turn(task, stop)
         return outcome.exit_code
-    except TranscriptDamaged as error:
-        print(f"treadle: cannot continue session {session_id}: {error}", file=sys.stderr)
-        return 2
-    stop = StopSignal()
-
-    def last_words() -> None:
-        # The hard exit leaves no time for the loop: say how the turn ended here.
-        ended = TurnEnded(end_turn(Stopped()), agent.usage, agent.requests, 0.0)
-        agent.emit(ended)
-
-    _install_interrupts(stop, last_words)
-    outcome = await agent.run_turn(task, stop)
-    transcript = container.transcript()
-    if transcript is not None:
-        transcript.close()
-    return outcome.exit_code
-
-
-def _install_interrupts(stop: StopSignal, last_words: Callable[[], None]) -> None:
-    """Ctrl-C or SIGTERM pauses the turn; a second Ctrl-C within 2 s exits at once,
-    after ``last_words`` and killing every command still running."""
-    loop = asyncio.get_running_loop()
-    first: list[float] = []
-
-    def interrupted(signum: int) -> None:
-        now = time.monotonic()
-        if (
-            stop.is_set
-            and signum == signal.SIGINT
-            and first
-            and now - first[0] < SECOND_INTERRUPT_WINDOW
-        ):
-            from treadle.entrypoints.container import exit_at_once
-
-            with contextlib.suppress(Exception):  # nothing may stop the exit
-                last_words()
-            exit_at_once(130)
-        first[:] = [now]
-        stop.set("interrupted")
-
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(signum, interrupted, signum)
+    finally:
+        container.shutdown_resources()

@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import atexit
 import contextlib
-import os
 import termios
 import threading
 import time
@@ -21,13 +20,13 @@ from collections.abc import Callable
 from typing import Any
 
 from treadle.adapters.blessed_terminal.line_editor import Key
+from treadle.domain.rules.interrupts import is_second_interrupt
 
 # blessed waits 0.35 s after a bare Esc for the rest of an escape sequence; the
 # bytes of a real sequence arrive together, so 50 ms tells them apart.
 ESC_DELAY = 0.05
 # How often the reading thread looks up to see whether it should end.
 POLL = 0.05
-SECOND_CTRL_C_WINDOW = 2.0
 
 _NAMED_KEYS = {
     "KEY_ENTER": Key.ENTER,
@@ -82,9 +81,9 @@ def signal_free_cbreak(mode: list[Any]) -> list[Any]:
 class Keyboard:
     """Reads keys while it is held; ``hold`` and ``let_go`` nest.
 
-    ``on_key`` runs on the event loop for every key. ``hard_exit`` runs on the reading
-    thread when Ctrl-C comes twice within two seconds and the loop has not taken the
-    first one (it is stuck): it must put the terminal back and end the process.
+    ``on_key`` runs on the event loop for every key. ``leave_now`` runs on the reading
+    thread when a second Ctrl-C comes while the loop has not yet taken the first one
+    (it is stuck): the same rule as on the loop, for when the loop cannot apply it.
     """
 
     def __init__(
@@ -92,12 +91,12 @@ class Keyboard:
         term: Any,
         fd: int,
         on_key: Callable[[str], None],
-        hard_exit: Callable[[], None],
+        leave_now: Callable[[], None],
     ) -> None:
         self._term = term
         self._fd = fd
         self._on_key = on_key
-        self._hard_exit = hard_exit
+        self._leave_now = leave_now
         self._holds = 0
         self._saved: list[Any] | None = None
         self._thread: threading.Thread | None = None
@@ -168,9 +167,8 @@ class Keyboard:
                 continue
             if key == Key.CTRL_C:
                 now = time.monotonic()
-                pending = self._unhandled_ctrl_c
-                if pending is not None and now - pending < SECOND_CTRL_C_WINDOW:
-                    self._hard_exit()
+                if is_second_interrupt(self._unhandled_ctrl_c, now):
+                    self._leave_now()
                     return
                 self._unhandled_ctrl_c = now
             loop = self._loop
@@ -183,8 +181,3 @@ class Keyboard:
         if key == Key.CTRL_C:
             self._unhandled_ctrl_c = None
         self._on_key(key)
-
-
-def exit_now(code: int = 130) -> None:
-    """End the process at once, from any thread (no cleanup can hang it)."""
-    os._exit(code)

@@ -13,7 +13,6 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from treadle.adapters.blessed_terminal.display import Styles
-from treadle.adapters.blessed_terminal.keyboard import SECOND_CTRL_C_WINDOW
 from treadle.adapters.blessed_terminal.line_editor import Ending, Key, LineEditor
 from treadle.adapters.blessed_terminal.screen import (
     HIDE_CURSOR,
@@ -23,6 +22,7 @@ from treadle.adapters.blessed_terminal.screen import (
     fit,
 )
 from treadle.adapters.plain_terminal import one_line, printable
+from treadle.domain.rules.interrupts import CtrlC
 from treadle.domain.values.tools import ApprovalAnswer, ApprovalRequest
 
 QUIT = "<quit>"
@@ -44,6 +44,7 @@ class Prompts:
     _in_turn: bool
     _cursor_hidden: bool
     _prompt: tuple[str, int] | None
+    ctrl_c: CtrlC
 
     def _init_prompts(self) -> None:
         # Keys typed at a prompt, or ahead of the next one while a turn runs.
@@ -51,7 +52,6 @@ class Prompts:
         self._keys_loop: asyncio.AbstractEventLoop | None = None
         self._reading = False
         self._asking: asyncio.Lock | None = None
-        self._prompt_ctrl_c_at: float | None = None
         self._submitted = ""
         self._task_editor = LineEditor()
 
@@ -96,7 +96,7 @@ class Prompts:
         """The next task typed at the prompt; None when the person leaves.
 
         Ctrl-D on an empty line leaves; Ctrl-C clears the line, and a second Ctrl-C
-        on an empty line within two seconds leaves too.
+        on an empty line leaves at once, as everywhere.
         """
         while True:
             label = self.styles.bold(self.styles.cyan(prompt))
@@ -106,14 +106,13 @@ class Prompts:
                 return text
             if ending == "eof":
                 return None
-            now = self._now()
-            if not text:
-                if self._prompt_ctrl_c_at is not None and (
-                    now - self._prompt_ctrl_c_at < SECOND_CTRL_C_WINDOW
-                ):
-                    return None
-                self.note(["(Ctrl-C again or Ctrl-D to leave)"])
-            self._prompt_ctrl_c_at = now if not text else None
+            if text:
+                self.ctrl_c.forget()  # it cleared the line: that was its whole job
+                continue
+            if self.ctrl_c.press(self._now()):
+                self.leave_now()
+                return None
+            self.note(["(Ctrl-C again or Ctrl-D to leave)"])
 
     def stop_prompt(self) -> None:
         """End the prompt being read as if the person left (a signal asked to quit)."""
@@ -209,6 +208,9 @@ class Prompts:
     # Supplied by the terminal ------------------------------------------------------
 
     def note(self, lines: list[str]) -> None:
+        raise NotImplementedError
+
+    def leave_now(self) -> None:
         raise NotImplementedError
 
     def _stop_pressed(self, key: str) -> None:

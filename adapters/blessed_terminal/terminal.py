@@ -23,11 +23,7 @@ from collections.abc import Callable
 from typing import Any
 
 from treadle.adapters.blessed_terminal.display import Styles, TurnView
-from treadle.adapters.blessed_terminal.keyboard import (
-    SECOND_CTRL_C_WINDOW,
-    Keyboard,
-    exit_now,
-)
+from treadle.adapters.blessed_terminal.keyboard import Keyboard
 from treadle.adapters.blessed_terminal.line_editor import Key
 from treadle.adapters.blessed_terminal.prompts import Prompts
 from treadle.adapters.blessed_terminal.screen import (
@@ -36,6 +32,7 @@ from treadle.adapters.blessed_terminal.screen import (
     Screen,
 )
 from treadle.adapters.plain_terminal import CONTROL_CHARACTERS, printable
+from treadle.domain.rules.interrupts import CtrlC
 from treadle.domain.values.events import (
     AnswerDelta,
     ContinuationRequested,
@@ -85,7 +82,9 @@ class BlessedTerminal(Prompts):
     ``term`` is a blessed Terminal (default: stdout, without start-up queries).
     ``input_fd`` is the keyboard (default: stdin when it is a terminal); without one,
     nobody can answer and Esc cannot be read. ``now`` is the display's clock (real
-    time: it only moves the elapsed times on the screen).
+    time: it only moves the elapsed times on the screen). ``leave_now`` is what a second
+    Ctrl-C does once the terminal is put back: kill, record, exit (see
+    :mod:`treadle.domain.rules.interrupts`).
     """
 
     def __init__(
@@ -96,7 +95,7 @@ class BlessedTerminal(Prompts):
         input_fd: int | None = -1,
         now: Callable[[], float] = time.monotonic,
         live: bool | None = None,
-        hard_exit: Callable[[int], None] = exit_now,
+        leave_now: Callable[[], None] = lambda: os._exit(130),
     ) -> None:
         self.term = term if term is not None else quiet_blessed_terminal()
         if input_fd == -1:
@@ -113,19 +112,19 @@ class BlessedTerminal(Prompts):
         self.view = TurnView(self.styles)
         self.can_answer = input_fd is not None
         self.keyboard = (
-            Keyboard(self.term, input_fd, self.press, self._exit_at_once)
+            Keyboard(self.term, input_fd, self.press, self.leave_now)
             if input_fd is not None
             else None
         )
         self._now = now
-        self._hard_exit = hard_exit
+        self._leave_now_after = leave_now
+        self.ctrl_c = CtrlC()
         self._interrupt: Callable[[], None] | None = None
         self._held_notes: list[str] = []
         self._in_turn = False
         self._holds = 0
         self._ticker: asyncio.Task[None] | None = None
         self._prompt: tuple[str, int] | None = None
-        self._ctrl_c_at: float | None = None
         self._last_draw = 0.0
         self._cursor_hidden = False
         self._restore_registered = False
@@ -212,22 +211,18 @@ class BlessedTerminal(Prompts):
         if self._interrupt is None:
             return
         now = self._now()
-        if key == Key.CTRL_C:
-            if self._ctrl_c_at is not None and now - self._ctrl_c_at < SECOND_CTRL_C_WINDOW:
-                self._exit_at_once()
-                return
-            self._ctrl_c_at = now
-            # A second Ctrl-C that lands at the next prompt still means "leave".
-            self._prompt_ctrl_c_at = now
+        if key == Key.CTRL_C and self.ctrl_c.press(now):
+            self.leave_now()
+            return
         self.view.stopping()
         self._interrupt()
         self._draw(now)
         self.screen.flush()
 
-    def _exit_at_once(self) -> None:
-        """The second Ctrl-C: put the terminal back, then end the process."""
+    def leave_now(self) -> None:
+        """The second Ctrl-C: put the terminal back, then leave at once."""
         self.restore()
-        self._hard_exit(130)
+        self._leave_now_after()
 
     def restore(self) -> None:
         """Put the terminal's mode and cursor back; safe at exit and from the key thread."""
@@ -248,7 +243,6 @@ class BlessedTerminal(Prompts):
         if self._in_turn:
             return
         self._in_turn = True
-        self._ctrl_c_at = None
         self.view.begin(self._now())
         if self.screen.live:
             self.screen.write_raw(HIDE_CURSOR)

@@ -6,6 +6,7 @@ module only drives the Model and Clock ports with them and reports what happens.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -40,6 +41,8 @@ from treadle.domain.values.model import (
 from treadle.domain.values.outcome import ModelGaveUp, Stopped, Truncated, TurnEnding
 from treadle.ports.clock import Clock
 from treadle.ports.model import Model
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,8 +117,17 @@ class Responder:
             )
             self._announce(request, history)
             current = _Attempt()
+            sent = self.clock.now()
             raced = await stop.race(self._stream(request, current))
             self._count(current.usage)
+            log.debug(
+                "%s request %d attempt %d ended after %.3f s: %s",
+                self.agent or "main",
+                self.requests,
+                request.attempt,
+                self.clock.now() - sent,
+                _how_it_ended(raced is STOPPED, current),
+            )
             if raced is STOPPED:
                 _keep_partial(history, reply.shown + current.text, current.calls)
                 return Stopped()
@@ -181,6 +193,9 @@ class Responder:
             )
         )
         self.doing = f"retrying in {decision.pause:g} s"
+        log.debug(
+            "retry %d of %d in %g s", decision.attempt, self.settings.retry.attempts, decision.pause
+        )
         if await stop.race(self.clock.sleep(decision.pause)) is STOPPED:
             return Stopped()
         reply.attempt = decision.attempt
@@ -237,3 +252,13 @@ def _keep_partial(history: History, text: str, calls: Sequence[ToolCall]) -> Non
     """Keep what was shown of an answer that did not complete, marked as interrupted."""
     if text or calls:
         history.append(Message.assistant(text, tuple(calls), interrupted=True))
+
+
+def _how_it_ended(stopped: bool, attempt: _Attempt) -> str:
+    """One debug word or two on how an attempt ended."""
+    if stopped:
+        return "stopped"
+    if attempt.error is not None:
+        return f"failed ({attempt.error.describe()})"
+    end = attempt.end
+    return f"{end.stop_reason}, {len(attempt.calls)} calls" if end is not None else "no end"

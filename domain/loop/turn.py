@@ -103,6 +103,7 @@ class Agent:
         )
         self.usage = Usage()
         self.requests_before_turn = 0
+        self._turn_started: float | None = None
 
     # What the terminal and the caller see ------------------------------------
 
@@ -142,7 +143,7 @@ class Agent:
         stop = stop or StopSignal()
         if not self.name:  # the main agent owns the terminal's Esc and Ctrl-C
             self.ports.terminal.bind_interrupt(lambda: stop.set("interrupted"))
-        started = self.ports.clock.now()
+        started = self._turn_started = self.ports.clock.now()
         self.usage = Usage()
         self.requests_before_turn = self.responder.requests
         if announce:
@@ -165,8 +166,16 @@ class Agent:
         return outcome
 
     def _end(self, outcome: TurnOutcome, started: float) -> None:
+        self._turn_started = None
         elapsed = self.ports.clock.now() - started
         self.emit(TurnEnded(outcome, self.usage, self.requests, elapsed, self.name))
+
+    def abandon_turn(self) -> None:
+        """Record the running turn as paused, now: treadle is leaving at once (a second
+        Ctrl-C), with no time for the loop to wind down. Nothing when no turn runs."""
+        started = self._turn_started
+        if started is not None:
+            self._end(end_turn(Stopped()), started)
 
     async def _loop(self, stop: StopSignal) -> TurnEnding:
         specs = [tool.spec for tool in self.tools.values()]

@@ -140,6 +140,7 @@ def test_every_key_can_be_set_from_a_file(places: tuple[Path, Path, dict[str, st
             'approval = "auto"',
             'allowed_prefixes = ["git status"]',
             'env_passthrough = ["GH_TOKEN"]',
+            'log_level = "debug"',
         ]
     )
     app = load(places, project=toml)

@@ -52,15 +52,39 @@ async def test_exit_ends_the_session_without_reading_on(rig) -> None:
     assert prompt.lines == ["never run"] and not built.model.requests
 
 
+class Time:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
 def test_a_signal_stops_the_running_turn_or_ends_the_prompt() -> None:
-    prompt = TypedTasks()
-    interrupts = SessionInterrupts(prompt)
+    prompt, time = TypedTasks(), Time()
+    interrupts = SessionInterrupts(prompt, now=time)
     interrupts.stop = StopSignal()
     interrupts.signalled(signal.SIGINT)
     assert interrupts.stop.is_set and not interrupts.ending
     interrupts.stop = None
+    time.now += 5.0
     interrupts.signalled(signal.SIGINT)
     assert interrupts.ending and prompt.stopped == 1
+
+
+def test_a_second_sigint_within_the_window_leaves_at_once_wherever_it_lands() -> None:
+    left: list[str] = []
+    prompt, time = TypedTasks(), Time()
+    interrupts = SessionInterrupts(prompt, lambda: left.append("now"), now=time)
+    interrupts.stop = StopSignal()
+    interrupts.signalled(signal.SIGINT)
+    interrupts.stop = None  # the turn ended: the second lands at the prompt
+    time.now += 1.5
+    interrupts.signalled(signal.SIGINT)
+    assert left == ["now"] and prompt.stopped == 0
+    time.now += 10.0
+    interrupts.signalled(signal.SIGTERM)  # SIGTERM never leaves at once
+    assert left == ["now"] and prompt.stopped == 1
 
 
 def test_sigterm_during_a_turn_ends_the_session_after_it() -> None:

@@ -48,9 +48,8 @@ def container_for(
 
 
 def close(container: Container) -> None:
-    log = container.transcript()
-    assert log is not None
-    log.close()
+    assert container.transcript() is not None
+    container.shutdown_resources()
 
 
 async def test_a_paused_session_resumes_on_the_same_transcript(tmp_path: Path) -> None:
