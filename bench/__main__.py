@@ -5,7 +5,14 @@ from __future__ import annotations
 import importlib
 import sys
 
-MODULES = ("bench_loop", "bench_sse", "bench_runner", "bench_terminal", "bench_transcript")
+MODULES = (
+    "bench_startup",
+    "bench_loop",
+    "bench_sse",
+    "bench_runner",
+    "bench_terminal",
+    "bench_transcript",
+)
 
 
 def main() -> int:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from dependency_injector import containers, providers
 
@@ -38,6 +39,9 @@ from treadle.ports.model import Model
 from treadle.ports.process import ProcessRunner
 from treadle.ports.terminal import Terminal
 from treadle.ports.tools import Tool
+
+if TYPE_CHECKING:
+    from treadle.adapters.http_model.endpoint import HttpModel
 
 
 class ModelNotConfigured(Exception):
@@ -81,9 +85,11 @@ def _scripted_model(path: str, clock: Clock) -> Model:
 
 
 def _http_model(provider: str, name: str, app: AppConfig) -> Model:
-    from treadle.adapters.http_model import AnthropicModel, OpenAIChatModel
-
-    adapter = OpenAIChatModel if provider == "openai" else AnthropicModel
+    adapter: type[HttpModel]
+    if provider == "openai":  # each protocol is imported only when it is the one used
+        from treadle.adapters.http_model.openai_chat import OpenAIChatModel as adapter
+    else:
+        from treadle.adapters.http_model.anthropic import AnthropicModel as adapter
     key_env = app.key_env or adapter.KEY_ENV
     return adapter(
         model=name,

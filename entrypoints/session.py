@@ -6,7 +6,6 @@ import argparse
 import asyncio
 import contextlib
 import os
-import secrets
 import sys
 import time
 from pathlib import Path
@@ -30,7 +29,7 @@ def state_dir() -> Path:
 
 
 def new_session_id() -> str:
-    return time.strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(3)
+    return time.strftime("%Y%m%d-%H%M%S") + "-" + os.urandom(3).hex()
 
 
 def flag_values(args: argparse.Namespace) -> dict[str, object]:

@@ -5,7 +5,40 @@ Importing this package loads httpx; the container imports it only when a real mo
 is asked for, so ``treadle --version`` and the demo model stay light.
 """
 
-from treadle.adapters.http_model.anthropic import AnthropicModel
-from treadle.adapters.http_model.openai_chat import OpenAIChatModel
+import importlib
+import sys
+from typing import TYPE_CHECKING
 
+
+def _import_httpx_without_its_command_line() -> None:
+    """httpx's ``__init__`` imports its command-line client, and with it click and rich
+    when they are installed: about 30 ms of every start, for a tool treadle never runs.
+    The import is refused while httpx loads (it then falls back to a stub), and allowed
+    again afterwards for anyone who does want ``httpx._main``."""
+    if "httpx" in sys.modules or "httpx._main" in sys.modules:
+        return
+    sys.modules["httpx._main"] = None  # type: ignore[assignment]
+    try:
+        import httpx  # noqa: F401
+    finally:
+        del sys.modules["httpx._main"]
+
+
+_import_httpx_without_its_command_line()
+
+if TYPE_CHECKING:
+    from treadle.adapters.http_model.anthropic import AnthropicModel
+    from treadle.adapters.http_model.openai_chat import OpenAIChatModel
+
+_ADAPTERS = {
+    "AnthropicModel": "treadle.adapters.http_model.anthropic",
+    "OpenAIChatModel": "treadle.adapters.http_model.openai_chat",
+}
 __all__ = ["AnthropicModel", "OpenAIChatModel"]
+
+
+def __getattr__(name: str) -> object:
+    """Each adapter is imported when it is asked for: a run needs only its own protocol."""
+    if name in _ADAPTERS:
+        return getattr(importlib.import_module(_ADAPTERS[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -75,7 +75,7 @@ async def exchange(
     url = httpx.URL(request.url)
     where = f"{url.host}:{url.port}" if url.port else url.host
     async with contextlib.AsyncExitStack() as hang_up:
-        client = open_client(connection)
+        client = open_client(connection, url)
         hang_up.push_async_callback(_quietly, client.aclose)
         try:
             response = await client.send(

@@ -14,7 +14,6 @@ import asyncio
 import os
 import subprocess
 import time
-import uuid
 from collections.abc import Collection
 
 from returns.result import Failure, Result, Success
@@ -147,7 +146,7 @@ class SubprocessRunner:
         spill = (
             OutputSpill(spec.spill_dir, self._spill_cap, self._redactor) if spec.spill_dir else None
         )
-        run_id = uuid.uuid4().hex
+        run_id = os.urandom(16).hex()
         become_subreaper()
         started = time.monotonic()
         match self._start(spec, run_id):

@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import os
 import time
-import uuid
 
 from treadle.adapters.redact import Redactor
 from treadle.domain.rules.output_bound import OutputBound
@@ -90,7 +89,7 @@ class OutputSpill:
             self.path = None
 
     def _open(self) -> None:
-        name = f"output-{time.strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:8]}.log"
+        name = f"output-{time.strftime('%Y%m%d-%H%M%S')}-{os.urandom(4).hex()}.log"
         try:
             os.makedirs(self._folder, exist_ok=True)
             path = os.path.join(self._folder, name)

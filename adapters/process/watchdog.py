@@ -12,11 +12,10 @@ import contextlib
 import os
 import subprocess
 import sys
-import uuid
 
 from treadle.adapters.process.tree import active_commands
 
-OWNER_MARKER = f"TREADLE_RUN_OWNER_{uuid.uuid4().hex}"
+OWNER_MARKER = f"TREADLE_RUN_OWNER_{os.urandom(16).hex()}"
 """Set to 1 in every command's environment (a ``TREADLE_RUN_`` name, like run markers)."""
 
 _WATCHDOG = r"""
