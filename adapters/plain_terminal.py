@@ -20,6 +20,7 @@ from treadle.domain.values.events import (
     AnswerDelta,
     ContinuationRequested,
     MessageAdded,
+    Notice,
     PlanUpdated,
     RetryScheduled,
     SubAgentFinished,
@@ -103,6 +104,8 @@ def describe_event(event: TurnEvent) -> list[str]:
                 f"[{name}] {one_line(ending)} · {counted(n, 'request')} · {usage.total} tokens "
                 f"· {elapsed:.1f} s"
             ]
+        case Notice(text=text):
+            return [f"{tag}warning: {one_line(text, 500)}"]
         case TurnEnded(outcome=outcome, usage=usage, requests=n, elapsed=elapsed) if (
             not event.agent
         ):

@@ -19,6 +19,7 @@ from treadle.domain.values.conversation import Usage
 from treadle.domain.values.events import (
     AnswerDelta,
     ContinuationRequested,
+    Notice,
     PlanStep,
     PlanUpdated,
     RequestSent,
@@ -161,6 +162,8 @@ class TurnView:
                 return [s.magenta(line) for line in describe_event(event)]
             case SubAgentProgress():
                 return [s.dim(line) for line in describe_event(event)]
+            case Notice():
+                return [s.yellow(line) for line in describe_event(event)]
         return []
 
     def _plan_lines(self, event: PlanUpdated) -> list[str]:

@@ -91,6 +91,14 @@ class Responder:
     doing: str = "starting"
     on_usage: Callable[[Usage], None] = lambda usage: None
 
+    @property
+    def _system(self) -> str:
+        """The system prompt, then the project's instructions: the stable head of every
+        request (nothing that changes per request comes before the history)."""
+        instructions = self.settings.instructions
+        prompt = self.settings.system_prompt
+        return f"{prompt}\n\n{instructions}" if instructions else prompt
+
     async def respond(
         self,
         history: History,
@@ -107,7 +115,7 @@ class Responder:
         reply = _Reply(max_tokens=self.settings.budget.initial)
         while True:
             request = ModelRequest(
-                system=self.settings.system_prompt,
+                system=self._system,
                 messages=history.messages,
                 tools=tools,
                 max_tokens=reply.max_tokens,

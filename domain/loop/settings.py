@@ -33,6 +33,8 @@ class TurnSettings:
     workspace: str = "."
     session_dir: str = ""
     system_prompt: str = SYSTEM_PROMPT
+    instructions: str = ""
+    """The project's own instructions (AGENTS.md…), sent after the system prompt."""
     budget: TokenBudget = field(default_factory=TokenBudget)
     retry: RetrySchedule = field(default_factory=RetrySchedule)
     approval: ApprovalPolicy = "auto"

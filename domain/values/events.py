@@ -164,6 +164,17 @@ class SubAgentFinished:
 
 
 @dataclass(frozen=True, slots=True)
+class Notice:
+    """Something the person should know that is not part of the conversation: a server
+    that drops tools, a sandbox the kernel lacks, a tool server that did not start.
+    ``kind`` names it for scripts (``tools_dropped``…); ``text`` says it in one line."""
+
+    kind: str
+    text: str
+    agent: str = ""
+
+
+@dataclass(frozen=True, slots=True)
 class TurnEnded:
     outcome: TurnOutcome
     usage: Usage
@@ -188,5 +199,6 @@ TurnEvent = (
     | SubAgentStarted
     | SubAgentProgress
     | SubAgentFinished
+    | Notice
     | TurnEnded
 )

@@ -10,6 +10,7 @@ from treadle.domain.values.conversation import Message, ToolCall, Usage
 from treadle.domain.values.events import (
     AnswerDelta,
     MessageAdded,
+    Notice,
     RetryScheduled,
     ToolFinished,
     ToolStarted,
@@ -99,3 +100,17 @@ def test_a_reader_that_went_away_pauses_the_turn_instead_of_crashing() -> None:
     a_turn(terminal)
     assert terminal.reader_gone
     assert stopped == [True]
+
+
+def test_a_notice_is_one_warning_line_in_print_and_an_event_in_json():
+    out = io.StringIO()
+    PlainTerminal(out).show(Notice("tools_dropped", "the server\ndrops tools"))
+    assert out.getvalue() == "warning: the server drops tools\n"
+    out = io.StringIO()
+    JsonLinesTerminal(out).show(Notice("tools_dropped", "drops tools"))
+    assert json.loads(out.getvalue()) == {
+        "type": "notice",
+        "kind": "tools_dropped",
+        "text": "drops tools",
+        "agent": "",
+    }

@@ -274,3 +274,11 @@ async def test_whatever_the_outcome_the_conversation_is_sendable(rig, script):
     )
     await r.agent.run_turn("x")
     assert is_sendable(r.agent.history.messages)
+
+
+async def test_the_projects_instructions_follow_the_system_prompt_in_every_request(rig):
+    settings = TurnSettings(instructions="# AGENTS.md\nRun make test before you answer.")
+    r = rig([R.calling("bash", command="ls"), R.saying("done")], settings=settings)
+    await r.agent.run_turn("x")
+    systems = {request.system for request in r.model.requests}
+    assert systems == {SYSTEM_PROMPT + "\n\n# AGENTS.md\nRun make test before you answer."}
