@@ -42,7 +42,9 @@ class JsonlTranscript:
     def _write(self, events: list[TurnEvent]) -> None:
         if self._file is None:
             _mend_torn_end(self.path)
-            self._file = self.path.open("a", encoding="utf-8")
+            # Text is made well-formed where it comes in; should a lone surrogate
+            # still reach here, it is written escaped rather than lose the session.
+            self._file = self.path.open("a", encoding="utf-8", errors="backslashreplace")
         self._file.write("".join(self._line(event) + "\n" for event in events))
         self._file.flush()
 
@@ -106,7 +108,7 @@ def _mend_torn_end(path: Path) -> None:
 def _is_record(line: bytes) -> bool:
     try:
         record_to_event(json.loads(line))
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, RecursionError):  # a UnicodeDecodeError is a ValueError
         return False
     return True
 
@@ -127,7 +129,7 @@ def read_transcript(path: str | Path) -> Iterator[TurnEvent]:
             continue
         try:
             yield record_to_event(json.loads(line))
-        except (json.JSONDecodeError, ValueError) as error:
+        except (ValueError, RecursionError) as error:  # JSONDecodeError is a ValueError
             if number == last:  # no newline after it: the write was cut short
                 return
             raise TranscriptDamaged(f"{path}:{number + 1}: {error}") from None

@@ -33,41 +33,18 @@ from treadle.domain.values.events import (
     TurnStarted,
 )
 from treadle.domain.values.outcome import OutcomeKind
+from treadle.domain.values.text import one_line, printable
 from treadle.domain.values.tools import ApprovalAnswer, ApprovalRequest
 
 PLAN_MARKS = {"completed": "[x]", "in_progress": "[>]", "pending": "[ ]"}
 
-# C0 controls but tab and newline, DEL and the C1 range (8-bit CSI and friends).
-CONTROL_CHARACTERS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-# json.dumps escapes C0 but leaves DEL and C1 as they are; some terminals obey C1.
-_JSON_UNESCAPED_CONTROL = re.compile(r"[\x7f-\x9f]")
-
-
-# Whole escape sequences go first, so that no "[31m" is left behind: CSI, OSC
-# (ended by BEL or ST), the two-character ones, and the 8-bit CSI.
-ESCAPE_SEQUENCES = re.compile(
-    r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-_])|\x9b[0-?]*[ -/]*[@-~]"
-)
-
-
-def printable(text: str) -> str:
-    """``text`` with every escape sequence and control character but tab and newline
-    removed.
-
-    Example: ``printable("\\x1b[2Jhi\\r\\n")`` is ``"hi\\n"``.
-    """
-    return CONTROL_CHARACTERS.sub("", ESCAPE_SEQUENCES.sub("", text))
+# json.dumps escapes C0 but leaves DEL, C1 and the bidi controls as they are.
+_JSON_UNESCAPED_CONTROL = re.compile(r"[\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
 
 
 def counted(number: int, noun: str) -> str:
     """``1 request``, ``2 requests``."""
     return f"{number} {noun}{'' if number == 1 else 's'}"
-
-
-def one_line(text: str, width: int = 100) -> str:
-    """``text`` on one line (runs of white space become one space), cut to ``width``."""
-    line = " ".join(printable(text).split())
-    return line if len(line) <= width else line[: max(0, width - 1)] + "…"
 
 
 def describe_event(event: TurnEvent) -> list[str]:
@@ -79,9 +56,10 @@ def describe_event(event: TurnEvent) -> list[str]:
         case PlanUpdated(steps=steps):
             return [f"{tag}Plan:"] + [f"  {PLAN_MARKS[s.status]} {one_line(s.step)}" for s in steps]
         case ToolStarted(call=call, summary=summary):
-            return [f"{tag}→ {call.name}: {one_line(summary)}"]
+            return [f"{tag}→ {one_line(call.name, 64)}: {one_line(summary)}"]
         case ToolFinished(call=call, status=status, is_error=is_error):
-            return [f"{tag}  {'✗' if is_error else '✓'} {call.name}: {one_line(status)}"]
+            mark = "✗" if is_error else "✓"
+            return [f"{tag}  {mark} {one_line(call.name, 64)}: {one_line(status)}"]
         case RetryScheduled(attempt=attempt, attempts=attempts, pause=pause, error=error):
             return [
                 f"{tag}retrying in {pause:g} s — {one_line(error)}, attempt {attempt} of {attempts}"

@@ -57,6 +57,9 @@ class AppConfig:
     workspace: str = "."
     provider: str = ""
     log_level: str = "warning"
+    answer_limit: int = 64 << 20
+    event_limit: int = 16 << 20
+    subagent_depth: int = 3
     origins: dict[str, str] = field(default_factory=dict, compare=False)
 
     def with_values(self, values: Mapping[str, Any], origin: str) -> AppConfig:
@@ -112,6 +115,10 @@ KEYS: dict[str, Key] = {
     "approval": Key("choice", "ask, auto or read-only", choices=("ask", "auto", "read-only")),
     "allowed_prefixes": Key("texts", "command prefixes that run without asking"),
     "env_passthrough": Key("env_names", "secret-looking variables that commands may see"),
+    # Bounds against a hostile server or model (issue 15).
+    "answer_limit": Key("whole", "bytes one answer's stream may be, decoded", minimum=1024),
+    "event_limit": Key("whole", "bytes one event of a stream may be", minimum=1024),
+    "subagent_depth": Key("whole", "how deep sub-agents may nest (0: none)", minimum=0),
     "log_level": Key(
         "choice",
         "what the session's treadle.log keeps beyond tracebacks (debug: requests, tools)",
@@ -133,6 +140,7 @@ RECORDED_SETTINGS = (
     "subagent_deadline",
     "allowed_prefixes",
     "env_passthrough",
+    "subagent_depth",
 )
 """What a session records of its configuration: what shapes its requests, for replay."""
 NOT_CONFIG_VARIABLES = frozenset({"TREADLE_STATE_DIR", "TREADLE_CONFIG_DIR"})
@@ -153,8 +161,8 @@ def check_value(key: str, value: object, *, from_text: bool = False) -> Any:
         case "text" | "url" | "env_name" | "choice":
             if not isinstance(value, str):
                 raise ValueError(f"must be a string, not {_shown(value)}")
-            if spec.kind == "url" and value and not re.match(r"https?://", value):
-                raise ValueError(f"must be an http:// or https:// address, not {_shown(value)}")
+            if spec.kind == "url" and value:
+                _check_url(value)
             if spec.kind == "env_name" and value and not _ENV_NAME.match(value):
                 raise ValueError(f"must be an environment variable name, not {_shown(value)}")
             if spec.kind == "choice" and value not in spec.choices:
@@ -172,6 +180,23 @@ def check_value(key: str, value: object, *, from_text: bool = False) -> Any:
                     if not _ENV_NAME.match(name):
                         raise ValueError(f"{_shown(name)} is not an environment variable name")
             return tuple(value)
+
+
+def _check_url(url: str) -> None:
+    """An http:// or https:// address with a host and, if any, a port that can be."""
+    from urllib.parse import urlsplit
+
+    problem = f"must be an http:// or https:// address with a host, not {_shown(url)}"
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError as error:
+        raise ValueError(f"{problem} ({error})") from None
+    host = parts.hostname or ""
+    if parts.scheme not in ("http", "https") or not host or any(c.isspace() for c in url):
+        raise ValueError(problem)
+    if port == 0:
+        raise ValueError(f"{problem} (port 0)")
 
 
 MODEL_PROVIDERS = ("openai", "anthropic", "script")
@@ -337,6 +362,12 @@ def load_config(
         app = app.with_values({key: value}, f"env {name}")
     if session_id:
         kept = {k: v for k, v in recorded.items() if k in ("model", "base_url", "workspace") and v}
+        for key in ("model", "base_url"):
+            if key in kept:
+                try:
+                    check_value(key, kept[key])
+                except ValueError as problem:
+                    raise ConfigError(f"session {session_id}: {key}: {problem}") from None
         app = app.with_values(kept, f"session {session_id}")
     for key, value in given.items():
         if key not in FLAG_KEYS:

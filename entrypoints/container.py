@@ -90,13 +90,19 @@ def _http_model(provider: str, name: str, app: AppConfig) -> Model:
         from treadle.adapters.http_model.openai_chat import OpenAIChatModel as adapter
     else:
         from treadle.adapters.http_model.anthropic import AnthropicModel as adapter
+    from treadle.adapters.http_model.transport import StreamLimits
+
     key_env = app.key_env or adapter.KEY_ENV
-    return adapter(
-        model=name,
-        base_url=app.base_url or None,
-        api_key=os.environ.get(key_env) or None,
-        key_env=key_env,
-    )
+    try:
+        return adapter(
+            model=name,
+            base_url=app.base_url or None,
+            api_key=os.environ.get(key_env) or None,
+            key_env=key_env,
+            limits=StreamLimits(app.answer_limit, app.event_limit),
+        )
+    except ValueError as error:  # checked in the configuration already; this is the last word
+        raise ModelNotConfigured(str(error)) from None
 
 
 def build_runner(app: AppConfig, redactor: Redactor) -> ProcessRunner:
@@ -187,6 +193,7 @@ def build_settings(
             passthrough_env=app.env_passthrough,
         ),
         subagents=SubAgentClocks(app.subagent_check_interval, app.subagent_deadline),
+        subagent_depth=app.subagent_depth,
         log_path=log_path,
     )
 

@@ -15,6 +15,7 @@ from treadle.domain.rules.resume import RESUME_MESSAGE
 from treadle.domain.values.conversation import Usage
 from treadle.domain.values.events import TurnEnded
 from treadle.domain.values.outcome import NoModel, end_turn
+from treadle.domain.values.text import well_formed
 from treadle.entrypoints.config import AppConfig, ConfigError, load_config
 
 
@@ -89,7 +90,9 @@ def run_session(args: argparse.Namespace) -> int:
         print(f"treadle: {Redactor.from_environ(os.environ).redact(str(error))}", file=sys.stderr)
         return 2
     session_path = state_dir() / "sessions" / session_id
-    task = args.task
+    # A command line's bytes that are not UTF-8 arrive as lone surrogates; made
+    # well-formed here, they cannot break the transcript, the screen or a tool.
+    task = well_formed(args.task) if args.task is not None else None
     tty = sys.stdout.isatty() and not (args.print or args.json)
     if task is None and resuming and not (tty and sys.stdin.isatty()):
         task = RESUME_MESSAGE  # headless: go on; in a terminal, the prompt asks what next
@@ -104,7 +107,7 @@ def run_session(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
             return 2
-        task = sys.stdin.read().strip()
+        task = sys.stdin.buffer.read().decode("utf-8", "replace").strip()
         if not task:
             print("treadle: no task given", file=sys.stderr)
             return 2

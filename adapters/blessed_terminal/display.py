@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from treadle.adapters.blessed_terminal.screen import cell_width, fit
-from treadle.adapters.plain_terminal import describe_event, one_line
+from treadle.adapters.plain_terminal import describe_event
 from treadle.domain.values.conversation import Usage
 from treadle.domain.values.events import (
     AnswerDelta,
@@ -36,6 +36,7 @@ from treadle.domain.values.events import (
     UsageUpdated,
 )
 from treadle.domain.values.outcome import OutcomeKind
+from treadle.domain.values.text import one_line
 
 Style = Callable[[str], str]
 
@@ -147,9 +148,11 @@ class TurnView:
             case PlanUpdated():
                 return self._plan_lines(event)
             case ToolStarted(call=call, summary=summary):
-                self.running[call.id] = RunningTool(event.agent, call.name, summary, now)
+                self.running[call.id] = RunningTool(
+                    event.agent, one_line(call.name, 64), summary, now
+                )
                 if main:
-                    self.activity = f"running {call.name}"
+                    self.activity = f"running {one_line(call.name, 64)}"
             case ToolFinished():
                 return self._tool_lines(event)
             case RetryScheduled(pause=pause, error=error) if main:
@@ -204,7 +207,8 @@ class TurnView:
         status = one_line(event.status, 200)
         if event.duration >= 1.0 and not status.endswith(" s"):
             status += f" · {format_elapsed(event.duration)}"
-        return [f"{mark} {s.bold(event.call.name)} {one_line(summary, 200)} {s.dim('· ' + status)}"]
+        name = one_line(event.call.name, 64)
+        return [f"{mark} {s.bold(name)} {one_line(summary, 200)} {s.dim('· ' + status)}"]
 
     def ending_lines(self, event: TurnEnded, resume_hint: str) -> list[str]:
         """The turn's totals, then its outcome line (and how to resume a paused turn)."""

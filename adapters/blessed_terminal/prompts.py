@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Callable
-from typing import Any
+from typing import Any, Final, Literal
 
 from treadle.adapters.blessed_terminal.display import Styles
 from treadle.adapters.blessed_terminal.line_editor import Ending, Key, LineEditor
@@ -21,12 +21,35 @@ from treadle.adapters.blessed_terminal.screen import (
     cell_width,
     fit,
 )
-from treadle.adapters.plain_terminal import one_line, printable
 from treadle.domain.rules.interrupts import CtrlC
+from treadle.domain.values.text import one_line, printable
 from treadle.domain.values.tools import ApprovalAnswer, ApprovalRequest
 
 QUIT = "<quit>"
 APPROVAL_KEYS: dict[str, ApprovalAnswer] = {"y": "yes", "n": "no", "a": "always"}
+VIEW_ALL: Final = "v"
+# What an approval shows at once; a longer subject is folded, saying so, and the
+# whole of it is one key away: nothing being approved is ever cut unseen.
+SHOWN_LINES = 40
+SHOWN_CHARACTERS = 4_000
+
+
+def folded(subject: str) -> tuple[list[str], bool]:
+    """The lines of ``subject`` to show, and whether some were folded away (the marker
+    line then says how much, and that ``v`` shows it all). Its head and its tail are
+    both shown: the end of a command is where a danger hides.
+
+    Example: ``folded("ls")`` is ``(["ls"], False)``.
+    """
+    lines = [printable(line) for line in subject.split("\n")]
+    if len(lines) <= SHOWN_LINES and len(subject) <= SHOWN_CHARACTERS:
+        return lines, False
+    text = "\n".join(lines)
+    head = text[: SHOWN_CHARACTERS // 2].split("\n")[: SHOWN_LINES // 2]
+    tail = text[-SHOWN_CHARACTERS // 4 :].split("\n")[-(SHOWN_LINES // 4) :]
+    hidden = len(text) - sum(map(len, head)) - sum(map(len, tail))
+    marker = f"[… {hidden:,} more characters: press v to see all of it …]"
+    return [*head, marker, *tail], True
 
 
 class Prompts:
@@ -60,23 +83,32 @@ class Prompts:
             return None
         async with self._lock():
             s = self.styles
+            lines, folded_away = folded(request.summary)
             self.screen.write_lines(
                 [
                     s.yellow("? ")
                     + (s.magenta(f"[{request.agent}] ") if request.agent else "")
                     + s.bold(f"Allow {request.tool}: ")
-                    + one_line(request.summary, 2_000)
+                    + lines[0],
+                    *("  " + line for line in lines[1:]),
                 ]
             )
+            view = "[v]iew all · " if folded_away else ""
             choices = (
-                f"[y]es · [n]o · [a]lways allow “{one_line(request.prefix, 60)}” › "
+                f"[y]es · [n]o · {view}[a]lways allow “{one_line(request.prefix, 60)}” › "
                 if request.prefix
-                else "[y]es · [n]o › "
+                else f"[y]es · [n]o · {view}› ".replace(" · ›", " ›")
             )
             row = s.yellow(fit(choices, self.screen.width - 2))
-            answer = await self._read_choice(row, always=bool(request.prefix))
-            if answer is None:
+            choice = await self._read_choice(row, always=bool(request.prefix), view=folded_away)
+            while choice == VIEW_ALL:
+                self.screen.write_lines(
+                    ["  " + printable(line) for line in request.summary.split("\n")]
+                )
+                choice = await self._read_choice(row, always=bool(request.prefix), view=True)
+            if choice is None:
                 return None
+            answer: ApprovalAnswer = choice
             self.screen.write_lines([s.dim(f"  → {answer}")])
             self._draw(self._now())
             self.screen.flush()
@@ -128,8 +160,10 @@ class Prompts:
         elif self._keys.qsize() < 4_096:
             self._keys.put_nowait(key)  # typed ahead: the next prompt starts with it
 
-    async def _read_choice(self, row: str, *, always: bool = True) -> ApprovalAnswer | None:
-        """One of y, n (and a, when offered) at a prompt row; Esc and Ctrl-C stop the
+    async def _read_choice(
+        self, row: str, *, always: bool = True, view: bool = False
+    ) -> ApprovalAnswer | Literal["v"] | None:
+        """One of y, n (a and v, when offered) at a prompt row; Esc and Ctrl-C stop the
         turn as usual."""
         self._forget_typed_keys()  # a key typed before the question is no answer to it
         async with self._reading_keys():
@@ -144,6 +178,8 @@ class Prompts:
                     self._stop_pressed(key)  # the turn then cancels this prompt
                 elif key.lower() in APPROVAL_KEYS and (always or key.lower() != "a"):
                     return APPROVAL_KEYS[key.lower()]
+                elif view and key.lower() == VIEW_ALL:
+                    return VIEW_ALL
 
     async def _read_line(self, label: str, editor: LineEditor) -> tuple[Ending, str]:
         """A line typed after ``label``; in a turn, Esc and Ctrl-C stop the turn."""

@@ -31,7 +31,6 @@ from treadle.adapters.blessed_terminal.screen import (
     SHOW_CURSOR,
     Screen,
 )
-from treadle.adapters.plain_terminal import CONTROL_CHARACTERS, printable
 from treadle.domain.rules.interrupts import CtrlC
 from treadle.domain.values.events import (
     AnswerDelta,
@@ -41,6 +40,7 @@ from treadle.domain.values.events import (
     TurnEvent,
     TurnStarted,
 )
+from treadle.domain.values.text import CONTROL_CHARACTERS, printable
 
 # The live rows are redrawn this often while a turn runs (the elapsed times move).
 TICK = 0.1

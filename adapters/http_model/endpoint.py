@@ -11,7 +11,7 @@ import httpx
 from returns.result import Result
 
 from treadle.adapters.http_model.exchange import EventReader, HttpRequest, exchange, failing
-from treadle.adapters.http_model.transport import Connection, checked_base_url
+from treadle.adapters.http_model.transport import Connection, StreamLimits, checked_base_url
 from treadle.domain.values.model import CredentialsRejected, ModelError, ModelRequest, StreamEvent
 
 
@@ -38,13 +38,16 @@ class HttpModel:
         connect_timeout: float = 10,
         read_timeout: float = 120,
         transport: httpx.AsyncBaseTransport | None = None,
+        limits: StreamLimits | None = None,
     ) -> None:
         self.model = model
         self.base_url = self.normalized_base_url(checked_base_url(base_url or self.HOSTED_URL))
         self.key_env = key_env or self.KEY_ENV
         self.hosted = self.base_url == self.HOSTED_URL
         self._key = api_key or None
-        self._connection = Connection(connect_timeout, read_timeout, transport)
+        self._connection = Connection(
+            connect_timeout, read_timeout, transport, limits or StreamLimits()
+        )
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(model={self.model!r}, base_url={self.base_url!r})"
@@ -58,7 +61,14 @@ class HttpModel:
         path, headers, body, reader = self.protocol(request, self._key)
         http_request = HttpRequest(
             f"{self.base_url}{path}",
-            {"content-type": "application/json", "accept": "text/event-stream", **headers},
+            {
+                "content-type": "application/json",
+                "accept": "text/event-stream",
+                # An uncompressed stream: one that expands is bounded (body.py), but
+                # there is nothing to gain from it either.
+                "accept-encoding": "identity",
+                **headers,
+            },
             json.dumps(body).encode(),
             self._key,
             self.key_env,

@@ -8,6 +8,7 @@ module is the only place where bytes meet them.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
@@ -16,15 +17,17 @@ from typing import Protocol, cast
 import httpx
 from returns.result import Failure, Result
 
-from treadle.adapters.http_model.sse import SseEvent, SseParser
+from treadle.adapters.http_model.body import BodyTooLarge, BoundedBody, UnknownEncoding
+from treadle.adapters.http_model.sse import EventTooLong, SseEvent, SseParser
 from treadle.adapters.http_model.transport import (
     Connection,
+    StreamLimits,
     open_client,
     redact_error,
     status_failure,
     transport_failure,
 )
-from treadle.domain.values.model import MalformedStream, ModelError, StreamEvent
+from treadle.domain.values.model import MalformedStream, ModelError, StreamEvent, TransportError
 
 StreamItem = Result[StreamEvent, ModelError]
 
@@ -102,19 +105,45 @@ async def exchange(
                 )
             )
             return
-        chunks = cast(AsyncGenerator[bytes, None], response.aiter_bytes())
+        limits = connection.limits
+        # A body a lent transport gave whole is already read, and decoded by httpx.
+        whole = response.is_stream_consumed
+        encoding = "" if whole else response.headers.get("content-encoding", "")
+        try:
+            body = BoundedBody(encoding, limits.answer_bytes)
+        except UnknownEncoding:
+            yield Failure(MalformedStream(f"{where} sent a body encoded as {encoding!r}"))
+            return
+        chunks = cast(
+            AsyncGenerator[bytes, None], _once(response.content) if whole else response.aiter_raw()
+        )
         hang_up.push_async_callback(_quietly, chunks.aclose)
-        parser = SseParser()
+        parser = SseParser(max_event=limits.event_bytes)
+        loop = asyncio.get_running_loop()
+        # Idle means no event: keep-alive comments and pings do not keep a silent
+        # server's answer open past the read timeout.
+        idle_until = loop.time() + connection.read_timeout
         while not reader.ended:
             try:
-                chunk = await anext(chunks)
+                async with asyncio.timeout_at(idle_until):
+                    chunk = await anext(chunks)
+                events = [event for piece in body.feed(chunk) for event in parser.feed(piece)]
             except StopAsyncIteration:
                 break
+            except TimeoutError:
+                silence = f"no event from {where} for {connection.read_timeout:g} s"
+                yield Failure(TransportError("timeout", silence))
+                return
             except httpx.HTTPError as exc:
                 # After the items already yielded: the caller knows what was shown.
                 yield Failure(transport_failure(exc, connection, where, request.secret))
                 return
-            for item in _read(reader, parser.feed(chunk), request.secret):
+            except (BodyTooLarge, EventTooLong, UnknownEncoding) as too_much:
+                yield Failure(_past_limit(too_much, where, limits))
+                return
+            if any(event.name != "ping" for event in events):
+                idle_until = loop.time() + connection.read_timeout
+            for item in _read(reader, events, request.secret):
                 yield item
         if not reader.ended:
             items = _read(reader, parser.finish(), request.secret)
@@ -122,6 +151,32 @@ async def exchange(
                 items.extend(reader.end_of_body())
             for item in items:
                 yield item
+
+
+async def _once(content: bytes) -> AsyncIterator[bytes]:
+    yield content
+
+
+def _past_limit(
+    problem: BodyTooLarge | EventTooLong | UnknownEncoding, where: str, limits: StreamLimits
+) -> MalformedStream:
+    match problem:
+        case BodyTooLarge():
+            return MalformedStream(
+                f"{where} sent more than {_mib(limits.answer_bytes)} for one answer "
+                "(the limit is answer_limit)"
+            )
+        case EventTooLong():
+            return MalformedStream(
+                f"{where} sent an event longer than {_mib(limits.event_bytes)} "
+                "(the limit is event_limit)"
+            )
+        case UnknownEncoding():
+            return MalformedStream(f"{where} sent {problem}")
+
+
+def _mib(size: int) -> str:
+    return f"{size / (1 << 20):g} MiB"
 
 
 async def _quietly(close: Callable[[], Awaitable[None]]) -> None:

@@ -42,6 +42,10 @@ class SseEvent(NamedTuple):
     data: str
 
 
+class EventTooLong(Exception):
+    """One event (or one unterminated line) went past the parser's ``max_event`` bytes."""
+
+
 class SseParser:
     """Incremental event-stream parser. ``id:`` and ``retry:`` are read past: every
     attempt is a new request, so there is nothing to resume with them.
@@ -52,11 +56,13 @@ class SseParser:
     the general line rules for anything else.
     """
 
-    def __init__(self, *, flush_at_eof: bool = True) -> None:
+    def __init__(self, *, flush_at_eof: bool = True, max_event: int | None = None) -> None:
         self.flush_at_eof = flush_at_eof
+        self.max_event = max_event
         # Bytes of events not yet complete, kept as pieces: a long event arriving in
         # many chunks is joined once, when its blank line comes, not once per chunk.
         self._pending: list[bytes] = []
+        self._pending_size = 0
         self._cr_pending = False
         self._started = False
 
@@ -82,18 +88,28 @@ class SseParser:
             chunk.startswith(b"\n") and bool(self._pending) and self._pending[-1].endswith(b"\n")
         )
         self._pending.append(chunk)
+        self._pending_size += len(chunk)
         if not ends_event:
+            self._bounded()
             return []
         buffered = b"".join(self._pending)
         end = buffered.rfind(b"\n\n")
         rest = buffered[end + 2 :]
         self._pending = [rest] if rest else []
+        self._pending_size = len(rest)
+        self._bounded()
         return self._events(buffered[:end])
+
+    def _bounded(self) -> None:
+        """An event (or a line) still growing past ``max_event`` is never kept whole."""
+        if self.max_event is not None and self._pending_size > self.max_event:
+            raise EventTooLong(self._pending_size)
 
     def finish(self) -> list[SseEvent]:
         """The end of the body: what is still pending, if ``flush_at_eof`` says so."""
         buffered = b"".join(self._pending) + (b"\n" if self._cr_pending else b"")
         self._pending = []
+        self._pending_size = 0
         self._cr_pending = False
         if not self.flush_at_eof:
             return []

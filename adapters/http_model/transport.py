@@ -50,18 +50,31 @@ _SHORTEST_SECRET = 4
 
 
 @dataclass(frozen=True, slots=True)
+class StreamLimits:
+    """How much one answer may be: its decoded body and one event, in bytes. Generous:
+    a 32k-token answer is a few MiB of events; a hostile server is stopped at these."""
+
+    answer_bytes: int = 64 << 20
+    event_bytes: int = 16 << 20
+
+
+@dataclass(frozen=True, slots=True)
 class Connection:
-    """How one attempt connects: its timeouts, and a transport lent by a test or a
-    benchmark (the lender owns it and its connection policy; it is never closed here)."""
+    """How one attempt connects: its timeouts and limits, and a transport lent by a test
+    or a benchmark (the lender owns it and its connection policy; it is never closed)."""
 
     connect_timeout: float
     read_timeout: float
     transport: httpx.AsyncBaseTransport | None = None
+    limits: StreamLimits = StreamLimits()
 
 
 def checked_base_url(base_url: str) -> str:
     """The base URL without a trailing slash; anything but http(s) is a setup mistake."""
-    url = httpx.URL(base_url)
+    try:
+        url = httpx.URL(base_url)
+    except httpx.InvalidURL as error:
+        raise ValueError(f"base URL {base_url!r} cannot be used: {error}") from None
     if url.scheme not in ("http", "https") or not url.host:
         raise ValueError(f"base URL must be http:// or https://, got {base_url!r}")
     return base_url.rstrip("/")

@@ -32,7 +32,7 @@ class BashTool:
                 "command": {"type": "string", "description": "The command line to run."},
                 "timeout": {
                     "type": "number",
-                    "minimum": 0,
+                    "exclusiveMinimum": 0,
                     "description": "Deadline in seconds (capped by configuration).",
                 },
             },

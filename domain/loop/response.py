@@ -7,16 +7,16 @@ module only drives the Model and Clock ports with them and reports what happens.
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence, Set
 from dataclasses import dataclass, field
 
 from returns.result import Failure, Result, Success
 
 from treadle.domain.loop.settings import TurnSettings
 from treadle.domain.loop.stop import STOPPED, StopSignal
-from treadle.domain.rules.history import History
+from treadle.domain.rules.history import History, unique_call
 from treadle.domain.rules.retry import GiveUp, decide_retry
-from treadle.domain.rules.truncation import continue_truncated
+from treadle.domain.rules.truncation import continue_truncated, past_its_budget
 from treadle.domain.values.conversation import Message, ToolCall, Usage
 from treadle.domain.values.events import (
     AnswerDelta,
@@ -39,6 +39,7 @@ from treadle.domain.values.model import (
     UsageReported,
 )
 from treadle.domain.values.outcome import ModelGaveUp, Stopped, Truncated, TurnEnding
+from treadle.domain.values.text import well_formed
 from treadle.ports.clock import Clock
 from treadle.ports.model import Model
 
@@ -69,6 +70,7 @@ class _Attempt:
 
     parts: list[str] = field(default_factory=list)
     calls: list[ToolCall] = field(default_factory=list)
+    size: int = 0  # characters of text and call arguments
     usage: Usage = field(default_factory=Usage)
     end: StreamEnd | None = None
     error: ModelError | None = None
@@ -126,7 +128,7 @@ class Responder:
             self._announce(request, history)
             current = _Attempt()
             sent = self.clock.now()
-            raced = await stop.race(self._stream(request, current))
+            raced = await stop.race(self._stream(request, current, history.call_ids))
             self._count(current.usage)
             log.debug(
                 "%s request %d attempt %d ended after %.3f s: %s",
@@ -220,27 +222,38 @@ class Responder:
         self.emit(ContinuationRequested(reply.continuations, reply.max_tokens, self.agent))
         return None
 
-    async def _stream(self, request: ModelRequest, attempt: _Attempt) -> None:
+    async def _stream(self, request: ModelRequest, attempt: _Attempt, taken: Set[str]) -> None:
         stream = self.model.stream(request)
         try:
-            await self._consume(stream, attempt)
+            await self._consume(stream, attempt, taken, request.max_tokens)
         finally:
             close = getattr(stream, "aclose", None)
             if close is not None:
                 await close()
 
     async def _consume(
-        self, stream: AsyncIterator[Result[StreamEvent, ModelError]], attempt: _Attempt
+        self,
+        stream: AsyncIterator[Result[StreamEvent, ModelError]],
+        attempt: _Attempt,
+        taken: Set[str],
+        max_tokens: int,
     ) -> None:
+        """Take the stream's items; what the model wrote is made well-formed here, where
+        it comes in, and every call gets an id of its own in the conversation. A stream
+        that goes on far past its budget is ended: it would never end by itself."""
         async for item in stream:
             match item:
                 case Success(TextDelta(text=text)):
                     if text:
+                        text = well_formed(text)
                         attempt.parts.append(text)
+                        attempt.size += len(text)
                         self.doing = "writing its answer"
                         self.emit(AnswerDelta(text, self.agent))
                 case Success(ToolCallReady(call=call)):
-                    attempt.calls.append(call)
+                    here = {c.id for c in attempt.calls}
+                    attempt.calls.append(unique_call(call, taken, here))
+                    attempt.size += len(call.arguments)
                 case Success(UsageReported(usage=usage)):
                     attempt.usage = usage
                 case Success(StreamEnd() as end):
@@ -249,6 +262,12 @@ class Responder:
                 case Failure(error):
                     attempt.error = error
                     return
+            if past_its_budget(max_tokens, attempt.size, attempt.usage.output_tokens):
+                attempt.error = MalformedStream(
+                    f"the answer went on far past its budget of {max_tokens:,} tokens: "
+                    "the server does not stop at max_tokens"
+                )
+                return
         attempt.error = MalformedStream("the stream ended without its final event")
 
     def _count(self, usage: Usage) -> None:

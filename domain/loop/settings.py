@@ -41,5 +41,7 @@ class TurnSettings:
     allowed_prefixes: tuple[str, ...] = ()
     limits: ToolLimits = field(default_factory=ToolLimits)
     subagents: SubAgentClocks = field(default_factory=SubAgentClocks)
+    subagent_depth: int = 3
+    """How deep sub-agents may nest: the main agent's are 1 deep, theirs 2…"""
     log_path: str = ""
     """Where tracebacks go (the session's ``treadle.log``); named by a failure's line."""

@@ -97,10 +97,13 @@ class AgentTool:
         spawn: Callable[[str], SubAgent],
         clocks: SubAgentClocks,
         add_usage: Callable[[Usage], None],
+        *,
+        max_depth: int = 3,
     ) -> None:
         self._spawn = spawn
         self._clocks = clocks
         self._add_usage = add_usage
+        self._max_depth = max_depth
         self._started = 0
 
     def describe(self, arguments: Mapping[str, Any]) -> str:
@@ -113,6 +116,13 @@ class AgentTool:
         A sub-agent that ends blocked or waiting for input ends its caller's turn the
         same way; otherwise the caller reads its answer or report.
         """
+        if depth(context.agent) >= self._max_depth:
+            return ToolResult(
+                f"Error: refused: sub-agents may nest at most {self._max_depth} deep "
+                "(subagent_depth); do this sub-task yourself.",
+                is_error=True,
+                status="refused",
+            )
         self._started += 1
         number = self._started
         child = self._spawn(
@@ -129,6 +139,11 @@ class AgentTool:
             add_usage=self._add_usage,
         )
         return await watcher.run()
+
+
+def depth(name: str) -> int:
+    """How deep an agent is: 0 for the main one, 1 for ``agent-1``, 2 for ``agent-1/agent-2``."""
+    return name.count("/") + 1 if name else 0
 
 
 class SubAgentWatcher:

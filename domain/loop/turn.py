@@ -41,6 +41,7 @@ from treadle.domain.values.outcome import (
     TurnOutcome,
     end_turn,
 )
+from treadle.domain.values.text import well_formed
 from treadle.domain.values.tools import ApprovalRequest, EndTurn, ToolOutcome, ToolResult
 from treadle.ports.clock import Clock
 from treadle.ports.model import Model
@@ -93,9 +94,13 @@ class Agent:
         self.history.listener = lambda message: self.emit(MessageAdded(message, name))
         self.base_tools = list(core_tools() if tools is None else tools)
         self.tools = {tool.spec.name: tool for tool in self.base_tools}
-        if subagents and AgentTool.spec.name not in self.tools:
+        offered = subagents and self.settings.subagent_depth > 0
+        if offered and AgentTool.spec.name not in self.tools:
             self.tools[AgentTool.spec.name] = AgentTool(
-                self._spawn, self.settings.subagents, self.add_usage
+                self._spawn,
+                self.settings.subagents,
+                self.add_usage,
+                max_depth=self.settings.subagent_depth,
             )
         self._allowed = set(self.settings.allowed_prefixes)
         self.responder = Responder(
@@ -140,6 +145,7 @@ class Agent:
         Nothing caps the number of requests; ``stop`` (Esc, a caller, a deadline)
         ends it as paused. The history stays sendable whatever happens.
         """
+        task = well_formed(task)  # a person's text can be as broken as a model's
         stop = stop or StopSignal()
         if not self.name:  # the main agent owns the terminal's Esc and Ctrl-C
             self.ports.terminal.bind_interrupt(lambda: stop.set("interrupted"))

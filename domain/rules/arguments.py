@@ -1,7 +1,7 @@
 """Checking a tool call's arguments against the JSON schema its tool publishes.
 
 Only the part of JSON Schema that treadle's own tools use is understood: ``type``,
-``properties``, ``required``, ``items``, ``enum``, ``minimum`` and
+``properties``, ``required``, ``items``, ``enum``, ``minimum``, ``exclusiveMinimum`` and
 ``additionalProperties: false``. Every problem becomes one sentence for the model.
 
 Example::
@@ -18,6 +18,8 @@ from typing import Any
 
 from returns.result import Failure, Result, Success
 
+from treadle.domain.values.text import well_formed
+
 _JSON_TYPES: dict[str, tuple[type, ...]] = {
     "object": (dict,),
     "array": (list,),
@@ -29,16 +31,79 @@ _JSON_TYPES: dict[str, tuple[type, ...]] = {
 }
 
 
+MAX_DEPTH = 64
+"""How deeply a call's arguments may nest: no tool's schema needs a tenth of it."""
+
+
 def parse_arguments(raw: str, schema: Mapping[str, Any]) -> Result[dict[str, Any], str]:
     """Parse the JSON text of a call's arguments and check it against ``schema``."""
-    try:
-        value = json.loads(raw) if raw.strip() else {}
-    except json.JSONDecodeError as error:
-        return Failure(f"the arguments are not valid JSON ({error})")
+    parsed = load_json(raw) if raw.strip() else Success({})
+    value = parsed.value_or(None)
+    if value is None:
+        return Failure(f"the arguments are not valid JSON ({parsed.failure()})")
     if not isinstance(value, dict):
         return Failure(f"the arguments must be a JSON object, not {_type_name(value)}")
     problem = _check(value, schema, "")
     return Failure(problem) if problem else Success(value)
+
+
+def load_json(text: str, max_depth: int = MAX_DEPTH) -> Result[Any, str]:
+    """JSON from outside, or why it cannot be used: not JSON, NaN or Infinity (which
+    JSON does not have, and which would pass any numeric check), or nested deeper than
+    ``max_depth``. Strings come back well-formed (no lone surrogates).
+
+    Example: ``load_json('{"a": NaN}')`` is ``Failure('NaN is not a JSON number')``.
+    """
+    try:
+        value = json.loads(text, parse_constant=_no_constant)
+    except _NotJson as problem:
+        return Failure(str(problem))
+    except json.JSONDecodeError as error:
+        return Failure(str(error))
+    except RecursionError:
+        return Failure(f"nested deeper than {max_depth} levels")
+    cleaned = _cleaned(value, max_depth)
+    if cleaned is _TOO_DEEP:
+        return Failure(f"nested deeper than {max_depth} levels")
+    return Success(cleaned)
+
+
+class _NotJson(ValueError):
+    pass
+
+
+def _no_constant(name: str) -> Any:
+    raise _NotJson(f"{name} is not a JSON number")
+
+
+_TOO_DEEP = object()
+
+
+def _cleaned(value: Any, max_depth: int) -> Any:
+    """A copy of ``value`` with every string well-formed, or ``_TOO_DEEP``: a walk with
+    its own stack, not a recursion, so that no depth can exhaust Python's."""
+    root: dict[int, Any] = {0: value}
+    pending: list[tuple[dict[Any, Any] | list[Any], Any, int]] = [(root, 0, 0)]
+    while pending:
+        parent, key, depth = pending.pop()
+        item = parent[key]
+        if isinstance(item, str):
+            parent[key] = well_formed(item)
+        elif isinstance(item, dict | list):
+            if depth >= max_depth:
+                return _TOO_DEEP
+            copy: dict[Any, Any] | list[Any]
+            if isinstance(item, dict):
+                copy = {well_formed(name): child for name, child in item.items()}
+            else:
+                copy = list(item)
+            parent[key] = copy
+            pending.extend((copy, child_key, depth + 1) for child_key in _keys(copy))
+    return root[0]
+
+
+def _keys(container: dict[Any, Any] | list[Any]) -> list[Any]:
+    return list(container) if isinstance(container, dict) else list(range(len(container)))
 
 
 def _check(value: Any, schema: Mapping[str, Any], path: str) -> str:
@@ -52,6 +117,12 @@ def _check(value: Any, schema: Mapping[str, Any], path: str) -> str:
         return f"{where} must be one of {choices}"
     if "minimum" in schema and isinstance(value, int | float) and value < schema["minimum"]:
         return f"{where} must be at least {schema['minimum']}"
+    if (
+        "exclusiveMinimum" in schema
+        and isinstance(value, int | float)
+        and value <= schema["exclusiveMinimum"]
+    ):
+        return f"{where} must be more than {schema['exclusiveMinimum']}"
     if isinstance(value, dict):
         return _check_object(value, schema, path)
     if isinstance(value, list) and "items" in schema:

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence, Set
+from dataclasses import replace
 
 from treadle.domain.values.conversation import Message, ToolCall
+from treadle.domain.values.text import well_formed
 
 INTERRUPTED_RESULT = "interrupted: the turn was stopped before this call finished"
 
@@ -20,6 +22,7 @@ class History:
 
     def __init__(self, messages: Iterable[Message] = ()) -> None:
         self._messages: list[Message] = []
+        self._call_ids: set[str] = set()
         self._hash = hashlib.sha256()
         self.listener: Callable[[Message], None] | None = None
         """Told of every message appended from now on (the transcript keeps them)."""
@@ -28,6 +31,7 @@ class History:
 
     def append(self, message: Message) -> None:
         self._messages.append(message)
+        self._call_ids.update(call.id for call in message.tool_calls)
         self._hash.update(_canonical(message))
         if self.listener is not None:
             self.listener(message)
@@ -35,6 +39,11 @@ class History:
     @property
     def messages(self) -> Sequence[Message]:
         return self._messages
+
+    @property
+    def call_ids(self) -> Set[str]:
+        """The ids of every tool call in the conversation."""
+        return self._call_ids
 
     @property
     def digest(self) -> str:
@@ -59,7 +68,26 @@ def _canonical(message: Message) -> bytes:
         message.is_error,
         message.interrupted,
     ]
-    return json.dumps(fields, ensure_ascii=False).encode() + b"\n"
+    # The digest must never fail, whatever a message holds.
+    return json.dumps(fields, ensure_ascii=False).encode("utf-8", "surrogatepass") + b"\n"
+
+
+def unique_call(call: ToolCall, *taken: Set[str]) -> ToolCall:
+    """``call`` with an id no other call in the conversation has, and well-formed text.
+
+    Results are matched to calls by id, so two calls with one id would lose a result
+    (and a provider refuses such a history). A repeated or empty id gets a suffix.
+
+    Example: ``unique_call(ToolCall("c1", "bash", "{}"), {"c1"}).id`` is ``"c1_2"``.
+    """
+    call = ToolCall(well_formed(call.id), well_formed(call.name), well_formed(call.arguments))
+    if call.id and not any(call.id in ids for ids in taken):
+        return call
+    stem = call.id or "call"
+    number = 2
+    while any(f"{stem}_{number}" in ids for ids in taken):
+        number += 1
+    return replace(call, id=f"{stem}_{number}")
 
 
 def unanswered_calls(messages: Sequence[Message]) -> list[ToolCall]:

@@ -28,6 +28,7 @@ class OutputBound:
     """
 
     __slots__ = (
+        "_cached_cuts",
         "_dropped",
         "_dropped_lines",
         "_head",
@@ -49,6 +50,7 @@ class OutputBound:
         self._total = 0
         self._dropped = 0
         self._dropped_lines = 0
+        self._cached_cuts: tuple[int, int, int, int] | None = None
 
     @classmethod
     def of(cls, data: bytes, limit: int) -> OutputBound:
@@ -67,7 +69,9 @@ class OutputBound:
 
     @property
     def truncated(self) -> bool:
-        return self._dropped > 0
+        """Whether the text leaves anything out: bytes dropped while reading, or bytes
+        that did not fit the limit once decoded (a bad byte becomes a three-byte U+FFFD)."""
+        return self.kept < self._total
 
     @property
     def kept(self) -> int:
@@ -80,14 +84,17 @@ class OutputBound:
 
     @property
     def omitted_lines(self) -> int:
-        """Newlines among the omitted bytes.
-
-        The few bytes moved out by UTF-8 alignment are never newlines, so this is exact.
-        """
-        return self._dropped_lines
+        """Newlines among the omitted bytes."""
+        head_end, tail_start = self._cuts()
+        return (
+            self._dropped_lines
+            + self._head.count(b"\n", head_end)
+            + self._tail.count(b"\n", 0, tail_start)
+        )
 
     def feed(self, chunk: bytes) -> None:
         """Take the next piece of output; only what the bound keeps is stored."""
+        self._cached_cuts = None
         size = len(chunk)
         self._total += size
         start = min(size, max(0, self._head_limit - len(self._head)))
@@ -113,14 +120,19 @@ class OutputBound:
         """The raw bytes kept; the whole stream while nothing has been dropped."""
         return bytes(self._head) + bytes(self._tail)
 
+    def shown(self) -> tuple[bytes, bytes]:
+        """The raw bytes the text shows: its head, and its tail after the marker."""
+        head_end, tail_start = self._cuts()
+        return bytes(self._head[:head_end]), bytes(self._tail[tail_start:])
+
     def text(self, note: str = "") -> str:
         """Head and tail decoded, with a marker line between them when something was cut.
 
         ``note`` is added inside the marker, e.g. where the full output was saved.
         """
-        if not self.truncated:
-            return self.content().decode("utf-8", errors="replace")
         head_end, tail_start = self._cuts()
+        if head_end + len(self._tail) - tail_start == self._total:
+            return self.content().decode("utf-8", errors="replace")
         head_text = self._head[:head_end].decode("utf-8", errors="replace")
         tail_text = self._tail[tail_start:].decode("utf-8", errors="replace")
         separator = "" if not head_text or head_text.endswith("\n") else "\n"
@@ -128,7 +140,7 @@ class OutputBound:
 
     def marker(self, note: str = "") -> str:
         """The line that stands for what was left out."""
-        lines = self._dropped_lines
+        lines = self.omitted_lines
         what = f"{self.omitted:,} bytes ({lines:,} line{'' if lines == 1 else 's'}) omitted"
         return f"[... {what}{'; ' + note if note else ''} ...]"
 
@@ -137,12 +149,60 @@ class OutputBound:
         self._dropped_lines += newlines
 
     def _cuts(self) -> tuple[int, int]:
-        """Where the kept head ends and the kept tail starts."""
-        if not self.truncated:
-            return len(self._head), 0
-        # A cut in the middle of a UTF-8 sequence would show as a replacement
-        # character that was never in the output; move the cut to a boundary.
-        return _complete_prefix(self._head), _first_boundary(self._tail)
+        """Where the kept head ends and the kept tail starts.
+
+        What is kept must fit the limit once decoded: bytes that are not UTF-8 each
+        become a three-byte U+FFFD, so such output keeps fewer of its bytes.
+        """
+        cached = self._cached_cuts
+        if cached is not None and cached[:2] == (self._total, len(self._tail)):
+            return cached[2], cached[3]
+        if self._dropped == 0 and _decoded_size(self.content()) <= self._limit:
+            cuts = len(self._head), 0
+        else:
+            # A cut in the middle of a UTF-8 sequence would show as a replacement
+            # character that was never in the output; the cuts are on boundaries.
+            cuts = (
+                _fitting_head(self._head, self._head_limit),
+                _fitting_tail(self._tail, self._tail_limit),
+            )
+        self._cached_cuts = (self._total, len(self._tail), *cuts)
+        return cuts
+
+
+def _decoded_size(data: bytes | bytearray) -> int:
+    """Bytes of ``data`` once decoded (bad bytes replaced) and encoded again."""
+    return len(data.decode("utf-8", errors="replace").encode("utf-8"))
+
+
+def _fitting_head(data: bytearray, budget: int) -> int:
+    """The longest prefix of ``data``, ending on a boundary, that fits ``budget`` decoded."""
+    end = _complete_prefix(data)
+    if 3 * end <= budget or _decoded_size(data[:end]) <= budget:
+        return end
+    low, high = 0, end  # the answer lies in [low, high)
+    while high - low > 1:
+        middle = (low + high) // 2
+        if _decoded_size(data[:middle]) <= budget:
+            low = middle
+        else:
+            high = middle
+    return _complete_prefix(data[:low])
+
+
+def _fitting_tail(data: bytearray, budget: int) -> int:
+    """Where the shortest suffix of ``data`` that fits ``budget`` decoded begins."""
+    start = _first_boundary(data)
+    if 3 * (len(data) - start) <= budget or _decoded_size(data[start:]) <= budget:
+        return start
+    low, high = start, len(data)  # the answer lies in (low, high]
+    while high - low > 1:
+        middle = (low + high) // 2
+        if _decoded_size(data[middle:]) <= budget:
+            high = middle
+        else:
+            low = middle
+    return high + _first_boundary(data[high:])
 
 
 def _complete_prefix(data: bytearray) -> int:

@@ -45,3 +45,17 @@ def continue_truncated(budget: TokenBudget, *, current: int, done: int) -> Conti
     return Continue(
         max_tokens=min(budget.cap, round(current * budget.growth)), continuation=done + 1
     )
+
+
+CHARACTERS_PER_TOKEN = 32
+"""Far more than any tokenizer makes of one token (about four for English, a dozen for
+a run of spaces): an answer this much longer than its budget is not an answer."""
+
+
+def past_its_budget(max_tokens: int, characters: int, output_tokens: int = 0) -> bool:
+    """Whether an answer still streaming has gone on so far past its token budget that the
+    server is not keeping it: by the tokens it reports, or by its size.
+
+    Example: ``past_its_budget(100, characters=10_000)`` is ``True``.
+    """
+    return output_tokens > 2 * max_tokens or characters > CHARACTERS_PER_TOKEN * max_tokens + 4096

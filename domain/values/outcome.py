@@ -24,6 +24,7 @@ from treadle.domain.values.model import (
     ModelError,
     TransportError,
 )
+from treadle.domain.values.text import one_line
 
 
 class OutcomeKind(enum.Enum):
@@ -45,6 +46,9 @@ class FailureKind(enum.Enum):
     TRUNCATED = "ResponseTruncated"
     INTERNAL = "InternalError"
 
+
+LINE_DETAIL_LIMIT = 1_000
+"""The most of a detail (a command, a question, an error) the outcome line shows."""
 
 EXIT_CODES = {
     OutcomeKind.FINISHED: 0,
@@ -72,8 +76,9 @@ class TurnOutcome:
 
     @property
     def screen_line(self) -> str:
-        """The turn's last line on the screen, always a single line."""
-        detail = " ".join(self.detail.split())
+        """The turn's last line on the screen: always one line, and bounded, with both
+        ends of a long detail shown (the end of a command is where a danger hides)."""
+        detail = _bounded(one_line(self.detail, len(self.detail) + 1))
         match self.kind:
             case OutcomeKind.FINISHED:
                 return "Turn finished"
@@ -85,6 +90,14 @@ class TurnOutcome:
                 return f"Turn waiting for input: {detail}"
             case OutcomeKind.PAUSED:
                 return "Turn paused"
+
+
+def _bounded(detail: str) -> str:
+    if len(detail) <= LINE_DETAIL_LIMIT:
+        return detail
+    keep = LINE_DETAIL_LIMIT // 2
+    left_out = len(detail) - 2 * keep
+    return f"{detail[:keep]} [… {left_out:,} characters …] {detail[-keep:]}"
 
 
 # Why a turn ends ---------------------------------------------------------------------

@@ -5,7 +5,7 @@ from __future__ import annotations
 import io
 import json
 
-from treadle.adapters.plain_terminal import JsonLinesTerminal, PlainTerminal, printable
+from treadle.adapters.plain_terminal import JsonLinesTerminal, PlainTerminal
 from treadle.domain.values.conversation import Message, ToolCall, Usage
 from treadle.domain.values.events import (
     AnswerDelta,
@@ -18,6 +18,7 @@ from treadle.domain.values.events import (
     TurnStarted,
 )
 from treadle.domain.values.outcome import OutcomeKind, TurnOutcome
+from treadle.domain.values.text import printable
 
 HOSTILE = "\x1b]0;owned\x07\x1b[31mred\x9b2J\r"
 CALL = ToolCall("c1", "bash", '{"command": "ls"}')

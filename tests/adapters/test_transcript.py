@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from treadle.adapters.jsonl_transcript import JsonlTranscript, read_transcript
+from treadle.adapters.jsonl_transcript import JsonlTranscript, TranscriptDamaged, read_transcript
 from treadle.adapters.redact import REDACTED, Redactor
 from treadle.domain.values.conversation import Message, Usage
 from treadle.domain.values.events import (
@@ -107,3 +107,22 @@ def test_a_plain_function_redacts_each_string(tmp_path: Path) -> None:
     transcript.record(TurnStarted("xx"))
     transcript.close()
     assert list(read_transcript(tmp_path / "t.jsonl")) == [TurnStarted("yy")]
+
+
+def test_a_lone_surrogate_that_reaches_the_transcript_is_written_not_fatal(tmp_path):
+    transcript = JsonlTranscript(tmp_path / "t.jsonl")
+    transcript.record(AnswerDelta("half a pair: \ud800"))
+    transcript.record(AnswerDelta("and on"))
+    transcript.close()
+    events = list(read_transcript(tmp_path / "t.jsonl"))
+    assert [e.text for e in events if isinstance(e, AnswerDelta)][1] == "and on"
+
+
+def test_a_transcript_line_nested_too_deep_is_refused_with_its_line_number(tmp_path):
+    path = tmp_path / "t.jsonl"
+    deep = '{"type": "answer_delta", "text": ' + "[" * 100_000 + "]" * 100_000 + "}"
+    path.write_text(
+        json.dumps({"type": "answer_delta", "text": "a", "agent": ""}) + "\n" + deep + "\n{}\n"
+    )
+    with pytest.raises(TranscriptDamaged, match=r"t.jsonl:2:"):
+        list(read_transcript(path))

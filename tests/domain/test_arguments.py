@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from returns.result import Failure, Success
 
 from treadle.adapters.fakes import FakeProcess
 from treadle.adapters.fakes import ScriptedResponse as R
 from treadle.domain.loop.builtin_tools import BashTool, UpdatePlanTool
-from treadle.domain.rules.arguments import parse_arguments
+from treadle.domain.rules.arguments import load_json, parse_arguments
 from treadle.domain.values.conversation import ToolCall
 from treadle.domain.values.outcome import OutcomeKind
 
@@ -33,7 +35,7 @@ PLAN = UpdatePlanTool.spec.parameters
             BASH,
             "argument 'timeout' must be a number, not boolean",
         ),
-        ('{"command": "ls", "timeout": -1}', BASH, "argument 'timeout' must be at least 0"),
+        ('{"command": "ls", "timeout": -1}', BASH, "argument 'timeout' must be more than 0"),
         ('{"command": "ls", "cwd": "/"}', BASH, "unknown argument 'cwd' (known: command, timeout)"),
         ('{"steps": [{"step": "a"}]}', PLAN, "missing required argument 'steps[0].status'"),
         (
@@ -72,6 +74,9 @@ def test_good_arguments_pass_through():
             "bad arguments for bash: missing required argument 'command'",
         ),
         (ToolCall("c1", "bash", '{"command": ["ls"]}'), "must be a string, not array"),
+        (ToolCall("c1", "bash", '{"command": "ls", "timeout": NaN}'), "NaN is not a JSON"),
+        (ToolCall("c1", "bash", '{"command": "ls", "timeout": -0.0}'), "must be more than 0"),
+        (ToolCall("c1", "bash", '{"command": ' + "[" * 5000 + "]" * 5000 + "}"), "nested deeper"),
     ],
 )
 async def test_bad_model_output_becomes_a_tool_error_and_the_loop_goes_on(rig, call, says):
@@ -84,3 +89,40 @@ async def test_bad_model_output_becomes_a_tool_error_and_the_loop_goes_on(rig, c
     assert error.role == "tool" and error.is_error
     assert says in error.text
     assert [s.command for s in r.runner.specs] == ["ls"]
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        '{"command": "sleep 9", "timeout": NaN}',
+        '{"command": "sleep 9", "timeout": Infinity}',
+        '{"command": "sleep 9", "timeout": -Infinity}',
+        '{"command": "sleep 9", "timeout": 0}',
+        '{"command": "sleep 9", "timeout": -0}',
+        '{"command": "sleep 9", "timeout": -0.0}',
+    ],
+)
+def test_a_deadline_that_is_no_number_or_not_above_zero_is_refused(raw):
+    assert isinstance(parse_arguments(raw, BASH), Failure)
+
+
+@pytest.mark.parametrize("depth", [65, 1_000, 100_000])
+def test_arguments_nested_too_deep_are_refused_without_a_recursion_error(depth):
+    raw = '{"command": "ls", "x": ' + "[" * depth + "]" * depth + "}"
+    result = parse_arguments(raw, {"type": "object"})
+    assert result.failure() == "the arguments are not valid JSON (nested deeper than 64 levels)"
+
+
+def test_arguments_nested_within_the_limit_are_kept_whole_and_in_order():
+    raw = '{"b": [[{"c": 1}]], "a": "x", "d": ' + "[" * 60 + "]" * 60 + "}"
+    parsed = load_json(raw)
+    assert isinstance(parsed, Success)
+    assert list(parsed.unwrap()) == ["b", "a", "d"]
+    assert parsed.unwrap()["b"] == [[{"c": 1}]]
+
+
+def test_lone_surrogates_in_arguments_become_replacement_characters():
+    raw = '{"command": "echo \\ud800", "\\udc00key": ["\\udbff"]}'
+    value = load_json(raw).unwrap()
+    assert value == {"command": "echo \ufffd", "\ufffdkey": ["\ufffd"]}
+    assert json.dumps(value, ensure_ascii=False).encode("utf-8")  # writable at last

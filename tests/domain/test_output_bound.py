@@ -102,11 +102,23 @@ def test_untruncated_text_is_the_decoded_input(limit: int, pieces: list[bytes]) 
     data = b"".join(pieces)
     bound = fed(limit, pieces)
 
-    if len(data) <= limit:
+    decoded = data.decode("utf-8", errors="replace")
+    if len(decoded.encode("utf-8")) <= limit:
         assert not bound.truncated
-        assert bound.text() == data.decode("utf-8", errors="replace")
+        assert bound.text() == decoded
     else:
         assert bound.truncated
+
+
+@given(limits, chunks)
+def test_what_is_shown_fits_the_limit_even_when_no_byte_is_utf8(
+    limit: int, pieces: list[bytes]
+) -> None:
+    bound = fed(limit, [piece.replace(b"a", b"\xff") for piece in pieces])
+    head, tail = bound.shown()
+    shown = head.decode("utf-8", errors="replace") + tail.decode("utf-8", errors="replace")
+    assert len(shown.encode("utf-8")) <= limit
+    assert len(head) + len(tail) == bound.kept
 
 
 @given(limits, chunks)
@@ -131,9 +143,18 @@ def test_kept_bytes_are_the_start_and_the_end_of_the_input(limit: int, pieces: l
     data = b"".join(pieces)
     bound = fed(limit, pieces)
 
-    kept = bound.content()
-    head = kept[: min(limit // 2, len(data))]
+    head, tail = bound.shown()
     assert data.startswith(head)
-    assert data.endswith(kept[len(head) :])
-    omitted_newlines = data[len(head) : len(data) - len(kept) + len(head)].count(b"\n")
+    assert data.endswith(tail)
+    omitted_newlines = data[len(head) : len(data) - len(tail)].count(b"\n")
     assert bound.omitted_lines == omitted_newlines
+
+
+def test_output_that_is_not_utf8_is_bounded_by_what_is_sent_not_what_is_read():
+    bound = OutputBound.of(b"\xff" * 30_000, 30_000)
+    head, tail = bound.shown()
+    assert bound.truncated and bound.omitted == 30_000 - len(head) - len(tail)
+    text = bound.text()
+    marker = bound.marker()
+    assert marker in text
+    assert len(text.replace(marker, "").encode("utf-8")) <= 30_000

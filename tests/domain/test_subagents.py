@@ -229,3 +229,28 @@ async def test_a_library_tool_called_agent_is_an_ordinary_tool_that_esc_stops(ri
     assert r.clock.now() < 1000
     assert terminal.of_type(SubAgentStarted) == []
     assert is_sendable(agent.history.messages)
+
+
+async def test_sub_agents_nest_no_deeper_than_the_setting_and_the_call_past_it_is_refused(rig):
+    from treadle.domain.loop.settings import TurnSettings
+
+    script = {
+        "*": [R((), (spawn("one"),)), R.saying("ok")],
+        "one": [R((), (spawn("two", "a2"),)), R.saying("one done")],
+        "two": [R((), (spawn("three", "a3"),)), R.saying("two done")],
+        "three": [R.saying("never")],
+    }
+    r = rig(script, settings=TurnSettings(subagent_depth=2))
+    outcome = await r.agent.run_turn("x")
+    assert outcome.kind is OutcomeKind.FINISHED
+    assert {e.name for e in r.terminal.of_type(SubAgentStarted)} == {"agent-1", "agent-1/agent-1"}
+    refused = [m for m in r.model.requests[-3].messages if m.role == "tool"][-1]
+    assert refused.is_error and "sub-agents may nest at most 2 deep" in refused.text
+
+
+async def test_with_no_depth_allowed_the_agent_tool_is_not_offered(rig):
+    from treadle.domain.loop.settings import TurnSettings
+
+    r = rig([R.saying("ok")], settings=TurnSettings(subagent_depth=0))
+    await r.agent.run_turn("x")
+    assert "agent" not in {tool.name for tool in r.model.requests[0].tools}

@@ -282,3 +282,42 @@ async def test_the_projects_instructions_follow_the_system_prompt_in_every_reque
     await r.agent.run_turn("x")
     systems = {request.system for request in r.model.requests}
     assert systems == {SYSTEM_PROMPT + "\n\n# AGENTS.md\nRun make test before you answer."}
+
+
+async def test_two_calls_with_one_id_both_run_and_both_results_reach_the_model(rig):
+    first = ToolCall("same", "bash", '{"command": "echo one"}')
+    second = ToolCall("same", "bash", '{"command": "echo two"}')
+    processes = {"echo one": FakeProcess("one\n"), "echo two": FakeProcess("two\n")}
+    r = rig([R((), (first, second)), R.saying("done")], processes)
+    outcome = await r.agent.run_turn("x")
+    assert outcome.kind is OutcomeKind.FINISHED
+    sent = r.model.requests[1].messages
+    assert is_sendable(sent)
+    calls = sent[1].tool_calls
+    assert [c.id for c in calls] == ["same", "same_2"]
+    results = {m.tool_call_id: m.text for m in sent if m.role == "tool"}
+    assert "one" in results["same"] and "two" in results["same_2"]
+
+
+async def test_an_id_the_model_used_in_an_earlier_answer_gets_one_of_its_own(rig):
+    again = ToolCall("call_0", "bash", '{"command": "ls"}')
+    r = rig([R((), (again,)), R((), (again,)), R.saying("done")], {"ls": FakeProcess()})
+    await r.agent.run_turn("x")
+    ids = [c.id for m in r.model.requests[-1].messages for c in m.tool_calls]
+    assert ids == ["call_0", "call_0_2"]
+    assert is_sendable(r.model.requests[-1].messages)
+
+
+async def test_a_lone_surrogate_anywhere_in_the_model_output_is_kept_well_formed(rig):
+    command = ToolCall("c\ud800", "bash", '{"command": "echo \\ud800"}')
+    r = rig(
+        [R(("say \ud800",), (command,)), R.saying("done \udfff")], {"echo \ufffd": FakeProcess()}
+    )
+    outcome = await r.agent.run_turn("x")
+    assert outcome.kind is OutcomeKind.FINISHED
+    assert [s.command for s in r.runner.specs] == ["echo \ufffd"]
+    texts = [m.text for m in r.agent.history.messages] + [
+        c.id for c in r.agent.history.messages[1].tool_calls
+    ]
+    assert all(text.encode("utf-8") is not None for text in texts)
+    assert r.terminal.answer_text().endswith("done \ufffd")

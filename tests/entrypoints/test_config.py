@@ -141,6 +141,9 @@ def test_every_key_can_be_set_from_a_file(places: tuple[Path, Path, dict[str, st
             'allowed_prefixes = ["git status"]',
             'env_passthrough = ["GH_TOKEN"]',
             'log_level = "debug"',
+            "answer_limit = 2048",
+            "event_limit = 2048",
+            "subagent_depth = 1",
         ]
     )
     app = load(places, project=toml)
@@ -187,6 +190,9 @@ ERRORS = [
     ("project", "allowed_prefixes = 'git'", ["allowed_prefixes", "list of strings"]),
     ("project", "env_passthrough = ['not a name']", ["env_passthrough", "not an environment"]),
     ("project", "base_url = 'localhost:11434'", ["base_url", "http://"]),
+    ("project", "base_url = 'http://[::1'", ["base_url", "Invalid IPv6 URL"]),
+    ("env", "TREADLE_BASE_URL=https://:99999", ["TREADLE_BASE_URL", "Port out of range"]),
+    ("flag", "base_url=http://", ["flag --base-url", "with a host"]),
     ("project", "key_env = 'sk-abc'", ["key_env", "environment variable name"]),
     ("project", "provider = 'mistral'", ["provider", "openai, anthropic"]),
     (

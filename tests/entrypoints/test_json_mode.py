@@ -60,7 +60,13 @@ def test_every_line_is_one_json_event_and_the_last_is_the_outcome(tmp_path: Path
 @pytest.mark.slow
 @pytest.mark.parametrize(
     ("signum", "flag"),
-    [(signal.SIGTERM, "--json"), (signal.SIGINT, "--json"), (signal.SIGTERM, "--print")],
+    [
+        (signal.SIGTERM, "--json"),
+        (signal.SIGINT, "--json"),
+        (signal.SIGTERM, "--print"),
+        (signal.SIGHUP, "--print"),
+        (signal.SIGQUIT, "--json"),
+    ],
 )
 def test_a_signal_pauses_a_headless_turn_and_kills_its_command(
     tmp_path: Path, signum: int, flag: str
