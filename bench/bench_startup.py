@@ -83,7 +83,13 @@ def measure(rounds: int = ROUNDS) -> dict[str, float]:
     """Median seconds of the bare interpreter, ``--version`` and the hello session."""
     treadle = _treadle()
     with tempfile.TemporaryDirectory(prefix="treadle-bench-") as folder, hello_server() as url:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("TREADLE_")}
+        # As installed, a program has its bytecode cached (pip compiles it); a session
+        # that sets PYTHONDONTWRITEBYTECODE would time the compiler instead.
+        env = {
+            k: v
+            for k, v in os.environ.items()
+            if not k.startswith("TREADLE_") and k != "PYTHONDONTWRITEBYTECODE"
+        }
         env["TREADLE_STATE_DIR"] = os.path.join(folder, "state")
         env["TREADLE_CONFIG_DIR"] = os.path.join(folder, "config")
         commands = {
