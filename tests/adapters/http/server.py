@@ -4,7 +4,9 @@ It keeps connections alive between requests the way real servers do, so a client
 reused a pooled connection would be seen doing it: every request records the client's
 port. Faults are injected per reply: a reset (RST, from SO_LINGER 0) or a plain close
 before the headers, a close or reset after some body chunks, or a stall that lasts
-until the client hangs up (counted in ``hangups``) or the server stops.
+until the client hangs up (counted in ``hangups``) or the server stops. A request
+whose tool list the provider behind its path would refuse is answered with the
+provider's 400 (``provider_rules``), before the script is consulted.
 
 Example::
 
@@ -25,6 +27,8 @@ from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass, field
 from http import HTTPStatus
 from typing import Any, Literal
+
+from tests.adapters.http.provider_rules import refusal
 
 _PHRASES = {status.value: status.phrase for status in HTTPStatus} | {529: "Overloaded"}
 FaultKind = Literal["reset", "close", "stall"]
@@ -86,6 +90,7 @@ class ScriptedServer:
     requests: list[SeenRequest] = field(default_factory=list)
     connections: int = 0
     unscripted: int = 0
+    refused: int = 0
     hangups: int = 0
     hung_up: asyncio.Event = field(default_factory=asyncio.Event)
     _server: asyncio.Server | None = None
@@ -159,6 +164,10 @@ class ScriptedServer:
                 headers[name.strip().lower()] = value.strip()
         body = await reader.readexactly(int(headers.get("content-length", "0")))
         self.requests.append(SeenRequest(port, method, path, headers, body))
+        refused = _refusal(path, body)
+        if refused is not None:
+            self.refused += 1
+            return await self._play(Reply.error(400, refused), writer)
         if self.script:
             reply = self.script.popleft()
         else:
@@ -214,3 +223,10 @@ class ScriptedServer:
         for waiter in (stopping, eof):
             waiter.cancel()
         await asyncio.gather(stopping, eof, return_exceptions=True)
+
+
+def _refusal(path: str, body: bytes) -> dict[str, Any] | None:
+    try:
+        return refusal(path, json.loads(body)) if body else None
+    except ValueError:
+        return None
