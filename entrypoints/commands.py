@@ -1,4 +1,5 @@
-"""``treadle replay``, ``treadle sessions`` and ``treadle config``.
+"""``treadle replay``, ``treadle sessions``, ``treadle config``, ``treadle mcp`` and
+``treadle context``.
 
 ``run_subcommand(["replay", "t.jsonl", "--check"])`` returns the exit code: 0 when the
 replay made every recorded request, 1 (with ``--check``) at the first divergence, 2
@@ -45,6 +46,11 @@ def build_parser() -> argparse.ArgumentParser:
     config.add_argument("--base-url")
     config.add_argument("--approval")
     config.add_argument("--workspace")
+    # Issue 12: MCP servers and project instructions.
+    mcp = commands.add_parser("mcp", help="the MCP servers: whether each starts, and its tools")
+    mcp.add_argument("--workspace")
+    context = commands.add_parser("context", help="the project instructions the model gets")
+    context.add_argument("--workspace")
     return parser
 
 
@@ -56,6 +62,14 @@ def run_subcommand(argv: Sequence[str], out: TextIO | None = None) -> int:
             return list_sessions(out)
         if args.command == "config":
             return show_config(args, out)
+        if args.command == "mcp":
+            from treadle.entrypoints.project_context import show_mcp_servers
+
+            return asyncio.run(show_mcp_servers(args, out))
+        if args.command == "context":
+            from treadle.entrypoints.project_context import show_context
+
+            return show_context(args, out)
         return asyncio.run(replay(args, out))
     except ConfigError as error:
         print(f"treadle: {error}", file=sys.stderr)

@@ -25,6 +25,8 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Literal
 
+from treadle.adapters.mcp.config import McpServerConfig, TableProblem, check_table, server_config
+
 USER_FILE = "config.toml"
 PROJECT_FILE = ".treadle.toml"
 ENV_PREFIX = "TREADLE_"
@@ -60,6 +62,12 @@ class AppConfig:
     answer_limit: int = 64 << 20
     event_limit: int = 16 << 20
     subagent_depth: int = 3
+    # Issue 12: project instructions and MCP servers.
+    project_instructions: bool = True
+    project_instructions_limit: int = 32 * 1024
+    mcp_servers: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    """Each server's table, merged key by key across the layers."""
+    mcp_allowed: tuple[str, ...] = ()
     origins: dict[str, str] = field(default_factory=dict, compare=False)
 
     def with_values(self, values: Mapping[str, Any], origin: str) -> AppConfig:
@@ -69,6 +77,12 @@ class AppConfig:
         if unknown:
             raise ValueError(f"{origin}: unknown key {sorted(unknown)[0]!r}")
         origins = dict(self.origins) | dict.fromkeys(values, origin)
+        if "mcp_servers" in values:  # a table per server: a later layer sets its keys
+            merged = {name: dict(table) for name, table in self.mcp_servers.items()}
+            for name, table in values["mcp_servers"].items():
+                merged.setdefault(name, {}).update(table)
+                origins[f"mcp_servers.{name}"] = origin
+            values = {**values, "mcp_servers": merged}
         return replace(self, **values, origins=origins)
 
     def origin(self, key: str) -> str:
@@ -77,7 +91,18 @@ class AppConfig:
 
 # The keys, as data --------------------------------------------------------------
 
-Kind = Literal["text", "url", "env_name", "choice", "whole", "number", "texts", "env_names"]
+Kind = Literal[
+    "text",
+    "url",
+    "env_name",
+    "choice",
+    "whole",
+    "number",
+    "texts",
+    "env_names",
+    "switch",
+    "servers",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,6 +149,15 @@ KEYS: dict[str, Key] = {
         "what the session's treadle.log keeps beyond tracebacks (debug: requests, tools)",
         choices=("debug", "info", "warning", "error"),
     ),
+    # Issue 12: project instructions and MCP servers.
+    "project_instructions": Key(
+        "switch", "send AGENTS.md (or CLAUDE.md) from your folder and the project's"
+    ),
+    "project_instructions_limit": Key(
+        "whole", "bytes of project instructions the model sees at most", minimum=0
+    ),
+    "mcp_servers": Key("servers", "MCP servers, as [mcp_servers.NAME] tables (files only)"),
+    "mcp_allowed": Key("texts", "MCP tools that need no yes: mcp__SERVER__TOOL, or mcp__SERVER__*"),
 }
 """Every key a file, a ``TREADLE_*`` variable or a flag may set (``workspace`` is a flag)."""
 
@@ -158,6 +192,12 @@ def check_value(key: str, value: object, *, from_text: bool = False) -> Any:
     if from_text and isinstance(value, str):
         value = _parse_text(spec, value)
     match spec.kind:
+        case "switch":
+            if not isinstance(value, bool):
+                raise ValueError(f"must be true or false, not {_shown(value)}")
+            return value
+        case "servers":
+            return _check_servers(value)
         case "text" | "url" | "env_name" | "choice":
             if not isinstance(value, str):
                 raise ValueError(f"must be a string, not {_shown(value)}")
@@ -212,8 +252,38 @@ def _check_model(model: str) -> None:
     )
 
 
+def _check_servers(value: object) -> dict[str, dict[str, Any]]:
+    if not isinstance(value, dict):
+        raise ValueError(f"must be tables, [mcp_servers.NAME], not {_shown(value)}")
+    servers = {}
+    for name, table in value.items():
+        try:
+            servers[name] = check_table(name, table)
+        except TableProblem as problem:
+            raise ValueError(_table_problem(name, problem)) from None
+    return servers
+
+
+def _table_problem(name: str, problem: TableProblem) -> str:
+    """``time.args: must be …``, said after ``mcp_servers``; the dot joins them."""
+    return f"{name}{'.' + problem.key if problem.key else ''}: {problem.problem}"
+
+
+def mcp_server_configs(app: AppConfig) -> tuple[McpServerConfig, ...]:
+    """The configured MCP servers, in the order their tables came."""
+    return tuple(server_config(name, table) for name, table in app.mcp_servers.items())
+
+
 def _parse_text(spec: Key, text: str) -> object:
     text = text.strip()
+    if spec.kind == "servers":
+        raise ValueError("can only be set in a file, as [mcp_servers.NAME] tables")
+    if spec.kind == "switch":
+        words = {"true": True, "1": True, "yes": True, "on": True}
+        words |= {"false": False, "0": False, "no": False, "off": False}
+        if text.lower() not in words:
+            raise ValueError(f"must be true or false, not {_shown(text)}")
+        return words[text.lower()]
     try:
         if spec.kind == "whole":
             return int(text)
@@ -330,7 +400,8 @@ def _checked(data: Mapping[str, Any], where: str) -> dict[str, Any]:
         try:
             values[key] = check_value(key, value)
         except ValueError as problem:
-            raise ConfigError(f"{where}: {key}: {problem}") from None
+            joint = "." if key == "mcp_servers" and isinstance(value, dict) else ": "
+            raise ConfigError(f"{where}: {key}{joint}{problem}") from None
     return values
 
 
@@ -394,6 +465,12 @@ def _combined(app: AppConfig) -> AppConfig:
             f"{app.origin('tool_timeout_max')}: tool_timeout_max: {app.tool_timeout_max:g} is "
             f"less than tool_timeout {app.tool_timeout:g} (from {app.origin('tool_timeout')})"
         )
+    for name, table in app.mcp_servers.items():
+        try:
+            server_config(name, table)
+        except TableProblem as problem:
+            origin = app.origin(f"mcp_servers.{name}")
+            raise ConfigError(f"{origin}: mcp_servers.{_table_problem(name, problem)}") from None
     if app.provider and app.model and ":" not in app.model and app.model != "demo":
         return replace(app, model=f"{app.provider}:{app.model}")
     return app
@@ -423,6 +500,8 @@ def describe_config(app: AppConfig, environ: Mapping[str, str]) -> list[str]:
 
 
 def _value_text(key: str, value: object) -> str:
+    if key == "mcp_servers" and isinstance(value, Mapping):
+        return json.dumps(list(value), ensure_ascii=False) + (" (treadle mcp)" if value else "")
     if key == "approval" and value is None:
         return "(ask in a terminal, auto headless)"
     if isinstance(value, tuple):

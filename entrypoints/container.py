@@ -8,7 +8,9 @@ providers overridden; tests and library users override them the same way::
     agent = container.agent()
 
 The session's resources (its transcript and its ``treadle.log``) are opened when first
-asked for and closed by ``container.shutdown_resources()``.
+asked for and closed by ``container.shutdown_resources()``. A session of the command
+line starts with :func:`start_session` (its MCP servers start before its agent is
+built) and ends with :func:`end_session`.
 """
 
 from __future__ import annotations
@@ -20,7 +22,10 @@ from typing import TYPE_CHECKING
 
 from dependency_injector import containers, providers
 
+from treadle.adapters.instructions import ProjectInstructions
 from treadle.adapters.jsonl_transcript import JsonlTranscript
+from treadle.adapters.mcp.config import secret_values
+from treadle.adapters.mcp.servers import McpServers
 from treadle.adapters.plain_terminal import JsonLinesTerminal, PlainTerminal
 from treadle.adapters.redact import RedactingTerminal, Redactor
 from treadle.adapters.session_log import LOG_FILE, session_log
@@ -31,8 +36,14 @@ from treadle.domain.loop.turn import Agent, TurnPorts, core_tools
 from treadle.domain.rules.approval import POLICIES
 from treadle.domain.rules.history import History
 from treadle.domain.rules.truncation import TokenBudget
+from treadle.domain.values.events import TurnEvent
 from treadle.domain.values.tools import ToolLimits
-from treadle.entrypoints.config import RECORDED_SETTINGS, AppConfig
+from treadle.entrypoints.config import (
+    RECORDED_SETTINGS,
+    AppConfig,
+    mcp_server_configs,
+    user_config_path,
+)
 from treadle.entrypoints.interrupts import LeaveNow
 from treadle.ports.clock import Clock
 from treadle.ports.model import Model
@@ -111,10 +122,42 @@ def build_runner(app: AppConfig, redactor: Redactor) -> ProcessRunner:
     return SubprocessRunner(passthrough_env=app.env_passthrough, redactor=redactor)
 
 
-def build_tools() -> list[Tool]:
+def build_tools(servers: McpServers | None = None) -> list[Tool]:
+    """The built-in tools, then those of the MCP servers that started."""
     from treadle.adapters.tools import file_tools
 
-    return core_tools() + file_tools()
+    return core_tools() + file_tools() + (servers.tools() if servers is not None else [])
+
+
+def open_mcp_servers(app: AppConfig, session_dir: str, redactor: Redactor) -> Iterator[McpServers]:
+    """The configured MCP servers (started by :func:`start_session`), their stderr in
+    the session's folder. Closing them is awaited by :func:`end_session`; what is
+    still running at the end is killed here."""
+    servers = McpServers(
+        mcp_server_configs(app),
+        workspace=os.path.realpath(app.workspace),
+        log_dir=session_dir,
+        passthrough_env=app.env_passthrough,
+        allowed=app.mcp_allowed,
+        redactor=redactor,
+    )
+    try:
+        yield servers
+    finally:
+        servers.kill_now()
+
+
+def read_project_instructions(app: AppConfig) -> ProjectInstructions:
+    """AGENTS.md from the user's folder and from the project root down, unless turned off."""
+    if not app.project_instructions:
+        return ProjectInstructions()
+    from treadle.adapters.instructions import read_instructions
+
+    return read_instructions(
+        app.workspace,
+        user_folder=str(user_config_path(os.environ).parent),
+        limit=app.project_instructions_limit,
+    )
 
 
 def build_terminal(mode: str, resume_hint: str, leave_now: LeaveNow) -> Terminal:
@@ -132,7 +175,13 @@ def build_terminal(mode: str, resume_hint: str, leave_now: LeaveNow) -> Terminal
 def build_redactor(app: AppConfig) -> Redactor:
     """Secrets out of transcripts and the screen: secret-looking variables and the key."""
     key_envs = [app.key_env] if app.key_env else []
-    return Redactor.from_environ(os.environ, also=key_envs)
+    # What MCP servers are configured with: tokens in their env, headers or variables.
+    configured = {}
+    for server in mcp_server_configs(app):
+        key_envs += [server.bearer_token_env] if server.bearer_token_env else []
+        for index, value in enumerate(secret_values(server)):
+            configured[f"TREADLE_MCP_{server.name}_SECRET_{index}"] = value
+    return Redactor.from_environ({**os.environ, **configured}, also=key_envs)
 
 
 def open_session_log(app: AppConfig, session_dir: str, redactor: Redactor) -> Iterator[str]:
@@ -175,7 +224,11 @@ def conversation_so_far(log: SessionLog | None) -> History:
 
 
 def build_settings(
-    app: AppConfig, session_dir: str, interactive: bool, log_path: str
+    app: AppConfig,
+    session_dir: str,
+    interactive: bool,
+    log_path: str,
+    instructions: ProjectInstructions,
 ) -> TurnSettings:
     approval = app.approval or ("ask" if interactive else "auto")
     if approval not in POLICIES:
@@ -183,6 +236,7 @@ def build_settings(
     return TurnSettings(
         workspace=os.path.realpath(app.workspace),
         session_dir=session_dir,
+        instructions=instructions.text,
         budget=TokenBudget(app.max_tokens, app.token_growth, app.max_tokens_cap, app.continuations),
         approval=approval,
         allowed_prefixes=app.allowed_prefixes,
@@ -234,9 +288,15 @@ class Container(containers.DeclarativeContainer):
         open_transcript, app, session_dir, redactor
     )
     history: providers.Provider[History] = providers.Singleton(conversation_so_far, transcript)
-    tools: providers.Provider[list[Tool]] = providers.Singleton(build_tools)
+    mcp_servers: providers.Resource[McpServers] = providers.Resource(
+        open_mcp_servers, app, session_dir, redactor
+    )
+    tools: providers.Provider[list[Tool]] = providers.Singleton(build_tools, mcp_servers)
+    instructions: providers.Provider[ProjectInstructions] = providers.Singleton(
+        read_project_instructions, app
+    )
     settings: providers.Provider[TurnSettings] = providers.Singleton(
-        build_settings, app, session_dir, interactive, log_path
+        build_settings, app, session_dir, interactive, log_path, instructions
     )
     ports: providers.Provider[TurnPorts] = providers.Singleton(
         TurnPorts, model=model, clock=clock, runner=runner, terminal=screen, transcript=transcript
@@ -257,3 +317,34 @@ def session_container(
     container.session_dir.override(providers.Object(session_dir))
     container.resume_hint.override(providers.Object(resume_hint))
     return container
+
+
+async def start_session(container: Container) -> Agent:
+    """The session's agent, once its MCP servers have started.
+
+    The model is built first (a missing one ends the session before any server
+    starts); what the person should know of the project instructions and of servers
+    that failed is shown, and kept in the transcript, once.
+    """
+    container.model()
+    container.log_path()  # the servers' start is logged in the session's treadle.log
+    screen, transcript = container.screen(), container.transcript()
+
+    def notify(event: TurnEvent) -> None:
+        screen.show(event)
+        if transcript is not None:
+            transcript.record(event)
+
+    for notice in container.instructions().notices():
+        notify(notice)
+    await container.mcp_servers().start(notify)
+    return container.agent()
+
+
+async def end_session(container: Container) -> None:
+    """Stop the session's MCP servers, then close its resources."""
+    try:
+        if container.mcp_servers.initialized:
+            await container.mcp_servers().close()
+    finally:
+        container.shutdown_resources()

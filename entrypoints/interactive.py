@@ -116,7 +116,12 @@ async def _session(app: AppConfig, session_dir: str, session_id: str, greeting: 
     from dependency_injector import providers
 
     from treadle.adapters.blessed_terminal import BlessedTerminal
-    from treadle.entrypoints.container import ModelNotConfigured, session_container
+    from treadle.entrypoints.container import (
+        ModelNotConfigured,
+        end_session,
+        session_container,
+        start_session,
+    )
 
     hint = f" — type to go on, or later: treadle --resume {session_id}"
     container = session_container(app, mode="tty", session_dir=session_dir, resume_hint=hint)
@@ -124,7 +129,7 @@ async def _session(app: AppConfig, session_dir: str, session_id: str, greeting: 
     container.terminal.override(providers.Object(terminal))
     try:
         try:
-            agent = container.agent()
+            agent = await start_session(container)
         except ModelNotConfigured as error:
             outcome = end_turn(NoModel(str(error)))
             print(outcome.screen_line)
@@ -136,4 +141,4 @@ async def _session(app: AppConfig, session_dir: str, session_id: str, greeting: 
         return await run_interactive(agent, terminal, interrupts)
     finally:
         terminal.close()
-        container.shutdown_resources()
+        await end_session(container)

@@ -117,14 +117,19 @@ def run_session(args: argparse.Namespace) -> int:
 
 async def _one_turn(app: AppConfig, task: str, mode: str, session_dir: str, session_id: str) -> int:
     from treadle.adapters.jsonl_transcript import TranscriptDamaged
-    from treadle.entrypoints.container import ModelNotConfigured, session_container
+    from treadle.entrypoints.container import (
+        ModelNotConfigured,
+        end_session,
+        session_container,
+        start_session,
+    )
     from treadle.entrypoints.interrupts import SignalPolicy
 
     hint = f" — resume with: treadle --resume {session_id}"
     container = session_container(app, mode=mode, session_dir=session_dir, resume_hint=hint)
     try:
         try:
-            agent = container.agent()
+            agent = await start_session(container)
         except ModelNotConfigured as error:
             # Shown as any turn's end would be: a line, or the last JSON event.
             outcome = end_turn(NoModel(str(error)))
@@ -143,4 +148,4 @@ async def _one_turn(app: AppConfig, task: str, mode: str, session_dir: str, sess
         outcome = await agent.run_turn(task, stop)
         return outcome.exit_code
     finally:
-        container.shutdown_resources()
+        await end_session(container)

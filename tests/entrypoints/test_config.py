@@ -14,6 +14,7 @@ from treadle.entrypoints.config import (
     AppConfig,
     ConfigError,
     load_config,
+    mcp_server_configs,
 )
 
 REPO = Path(__file__).resolve().parents[2]
@@ -144,6 +145,11 @@ def test_every_key_can_be_set_from_a_file(places: tuple[Path, Path, dict[str, st
             "answer_limit = 2048",
             "event_limit = 2048",
             "subagent_depth = 1",
+            "project_instructions = false",
+            "project_instructions_limit = 100",
+            'mcp_allowed = ["mcp__time__*"]',
+            "[mcp_servers.time]",
+            'command = "mcp-server-time"',
         ]
     )
     app = load(places, project=toml)
@@ -336,3 +342,77 @@ def test_the_readme_example_configuration_is_valid(tmp_path: Path) -> None:
     values = read_file_values(config)
     assert values["approval"] == "ask"
     assert values["allowed_prefixes"] == ("git status", "pytest")
+
+
+# Issue 12: [mcp_servers.NAME] tables and the project instructions' keys ----------------
+
+
+def test_server_tables_are_merged_key_by_key_across_the_layers(
+    places: tuple[Path, Path, dict[str, str]],
+) -> None:
+    user = '[mcp_servers.time]\ncommand = "mcp-server-time"\nargs = ["--local-timezone", "UTC"]\n'
+    project = "[mcp_servers.time]\nenabled = false\n[mcp_servers.web]\nurl = 'https://x.test/mcp'\n"
+    app = load(places, user=user, project=project)
+    [time, web] = mcp_server_configs(app)
+    assert (time.command, time.args, time.enabled) == (
+        "mcp-server-time",
+        ("--local-timezone", "UTC"),
+        False,
+    )
+    assert (web.transport, web.url, web.enabled) == ("http", "https://x.test/mcp", True)
+    assert app.origin("mcp_servers.time").startswith("project file")
+
+
+@pytest.mark.parametrize(
+    ("table", "problem"),
+    [
+        ('[mcp_servers.t]\ncomand = "x"', "mcp_servers.t.comand: unknown key (the keys: command,"),
+        ("[mcp_servers.t]\ncommand = 1", "mcp_servers.t.command: must be a non-empty string"),
+        ('[mcp_servers.t]\ncommand = "x"\nenv = {A = 1}', "mcp_servers.t.env: must be a table"),
+        ('[mcp_servers.t]\nurl = "ftp://x"', "mcp_servers.t.url: must be an http:// or https://"),
+        ('[mcp_servers.t]\ncommand = "x"\nstartup_timeout = 0', "startup_timeout: must be more"),
+        ('[mcp_servers.t]\ncommand = "x"\nenabled = "no"', "mcp_servers.t.enabled: must be true"),
+        ('[mcp_servers."a b"]\ncommand = "x"', "mcp_servers.a b: a server's name may only hold"),
+        ("mcp_servers = 3", "mcp_servers: must be tables, [mcp_servers.NAME], not 3"),
+        ("[mcp_servers.t]\nenabled = true", "mcp_servers.t: needs command (a program speaking"),
+        (
+            '[mcp_servers.t]\ncommand = "x"\nurl = "http://y"',
+            "mcp_servers.t: has both command and url",
+        ),
+        (
+            '[mcp_servers.t]\nurl = "http://y"\nargs = ["a"]',
+            "mcp_servers.t.args: only applies to a server started by a command (stdio)",
+        ),
+        (
+            '[mcp_servers.t]\ncommand = "x"\nheaders = {A = "b"}',
+            "mcp_servers.t.headers: only applies to a server at a url",
+        ),
+    ],
+)
+def test_a_bad_server_table_names_the_file_and_the_key(
+    places: tuple[Path, Path, dict[str, str]], table: str, problem: str
+) -> None:
+    with pytest.raises(ConfigError) as raised:
+        load(places, project=table)
+    message = str(raised.value)
+    assert message.split(": ", 1)[0].endswith(str(places[1] / ".treadle.toml"))
+    assert problem in message
+
+
+def test_servers_cannot_come_from_the_environment(
+    places: tuple[Path, Path, dict[str, str]],
+) -> None:
+    with pytest.raises(ConfigError, match="TREADLE_MCP_SERVERS: mcp_servers: can only be set"):
+        load(places, env={"TREADLE_MCP_SERVERS": "time"})
+
+
+def test_the_instructions_switch_and_the_allow_list_read_from_the_environment(
+    places: tuple[Path, Path, dict[str, str]],
+) -> None:
+    app = load(
+        places,
+        env={"TREADLE_PROJECT_INSTRUCTIONS": "off", "TREADLE_MCP_ALLOWED": "mcp__time__*"},
+    )
+    assert (app.project_instructions, app.mcp_allowed) == (False, ("mcp__time__*",))
+    with pytest.raises(ConfigError, match="must be true or false"):
+        load(places, env={"TREADLE_PROJECT_INSTRUCTIONS": "maybe"})

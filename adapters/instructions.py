@@ -1,0 +1,157 @@
+"""The instructions a user and a project leave for agents: ``AGENTS.md`` files.
+
+Read in this order, the nearer file last so that it wins: the user's own
+``AGENTS.md`` in treadle's configuration folder, then each folder's from the project
+root (the nearest folder at or above the workspace holding ``.git``, else the
+workspace) down to the workspace. In a folder without ``AGENTS.md`` a ``CLAUDE.md``
+stands in. The whole is capped (32 KiB by default, as in Codex); what the cap leaves
+out is said, to the model and to the person.
+
+Example::
+
+    found = read_instructions("/repo/pkg", user_folder="/home/me/.config/treadle")
+    found.text      # what follows the system prompt in every request
+    found.files     # each file read, with its size and the bytes the model sees
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from treadle.domain.values.events import Notice
+
+FILE_NAMES = ("AGENTS.md", "CLAUDE.md")
+"""In each folder, the first of these that exists is read."""
+
+DEFAULT_LIMIT = 32 * 1024
+
+HEADING = """\
+# Instructions from the user and the project
+
+The user and the project keep these instructions for agents working here. Follow \
+them; where two disagree, the later one (nearer the working folder) wins."""
+
+
+@dataclass(frozen=True, slots=True)
+class InstructionFile:
+    """One file read: its size, the bytes of it the model sees, and who wrote it."""
+
+    path: str
+    size: int
+    included: int
+    from_user: bool = False
+    problem: str = ""
+    """Why it could not be read (then nothing of it is sent)."""
+
+    @property
+    def stands_in(self) -> bool:
+        """A CLAUDE.md read because its folder has no AGENTS.md."""
+        return os.path.basename(self.path) != FILE_NAMES[0]
+
+
+@dataclass(frozen=True, slots=True)
+class ProjectInstructions:
+    """What was read, and the text that goes to the model ("" when there is none)."""
+
+    root: str = ""
+    limit: int = DEFAULT_LIMIT
+    files: tuple[InstructionFile, ...] = ()
+    text: str = ""
+
+    @property
+    def left_out(self) -> int:
+        return sum(file.size - file.included for file in self.files if not file.problem)
+
+    def notices(self) -> list[Notice]:
+        """What the person should hear about: files cut or left out, or unreadable."""
+        notices = [
+            Notice("instructions_unreadable", f"cannot read {file.path}: {file.problem}")
+            for file in self.files
+            if file.problem
+        ]
+        if self.left_out:
+            notices.append(
+                Notice(
+                    "instructions_cut",
+                    f"project instructions are capped at {self.limit:,} bytes "
+                    f"(project_instructions_limit): {self.left_out:,} bytes of "
+                    f"{', '.join(self._cut_paths())} left out",
+                )
+            )
+        return notices
+
+    def _cut_paths(self) -> list[str]:
+        return [f.path for f in self.files if f.included < f.size and not f.problem]
+
+
+def project_root(folder: str) -> str:
+    """The nearest folder at or above ``folder`` that holds ``.git``, else ``folder``."""
+    here = os.path.realpath(folder)
+    while True:
+        if os.path.exists(os.path.join(here, ".git")):  # a folder, or a worktree's file
+            return here
+        parent = os.path.dirname(here)
+        if parent == here:
+            return os.path.realpath(folder)
+        here = parent
+
+
+def instruction_folders(workspace: str, user_folder: str | None) -> list[tuple[str, bool]]:
+    """The folders to look in, in reading order, each with whether it is the user's."""
+    workspace = os.path.realpath(workspace)
+    root = project_root(workspace)
+    chain = [workspace]
+    while chain[-1] != root:
+        chain.append(os.path.dirname(chain[-1]))
+    folders = [(folder, False) for folder in reversed(chain)]
+    if user_folder:
+        user = os.path.realpath(user_folder)
+        folders = [(user, True), *(entry for entry in folders if entry[0] != user)]
+    return folders
+
+
+def read_instructions(
+    workspace: str, *, user_folder: str | None, limit: int = DEFAULT_LIMIT
+) -> ProjectInstructions:
+    """The instructions for a session in ``workspace``, within ``limit`` bytes."""
+    found: list[tuple[str, bool]] = []
+    for folder, from_user in instruction_folders(workspace, user_folder):
+        for name in FILE_NAMES:
+            path = os.path.join(folder, name)
+            if os.path.isfile(path):
+                found.append((path, from_user))
+                break
+    files: list[InstructionFile] = []
+    sections: list[str] = []
+    room = limit
+    for path, from_user in found:
+        try:
+            with open(path, "rb") as source:
+                data = source.read()
+        except OSError as error:
+            files.append(InstructionFile(path, 0, 0, from_user, error.strerror or str(error)))
+            continue
+        if not data.strip():  # read, and nothing to say
+            files.append(InstructionFile(path, len(data), len(data), from_user))
+            continue
+        kept = data[:room]
+        text = kept.decode("utf-8", "ignore" if len(kept) < len(data) else "replace")
+        included = len(text.encode("utf-8")) if len(kept) < len(data) else len(data)
+        room -= included
+        files.append(InstructionFile(path, len(data), included, from_user))
+        sections.append(_section(path, text, len(data) - included))
+    instructions = ProjectInstructions(project_root(workspace), limit, tuple(files))
+    if not sections:
+        return instructions
+    return ProjectInstructions(
+        instructions.root, limit, instructions.files, "\n\n".join([HEADING, *sections])
+    )
+
+
+def _section(path: str, text: str, left_out: int) -> str:
+    """One file's part: its path as a heading, its text, and what the cap left out."""
+    parts = [f"## {path}", text.strip("\n")] if text.strip() else [f"## {path}"]
+    if left_out:
+        parts.append(f"[... {left_out:,} bytes of this file left out: instructions are capped ...]")
+    return "\n\n".join(parts)

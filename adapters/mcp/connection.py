@@ -1,0 +1,415 @@
+"""One MCP server for a session: started once, called from any task, stopped once.
+
+The SDK's context managers (the transport, ``ClientSession``) hold anyio task groups
+and cancel scopes, which only the task that entered them may leave. So one *owner*
+task per server enters them, answers ``initialize`` and lists the tools, then waits
+for the end (of the session, or of the server) and leaves them itself. Calls come
+from any task.
+
+Stopping a call (Esc, a caller's stop) cancels the task running it exactly once: the
+SDK then tells the server (``notifications/cancelled``), and a second cancel during
+that courtesy write would suppress it. A server that does not answer a ping after
+an abandoned call is stopped, with everything it started.
+
+Example::
+
+    connection = McpConnection(config, workspace=".", passthrough=(), log_path="mcp.log")
+    if await connection.start():
+        match await connection.call("get_current_time", {"timezone": "UTC"}, timeout=30):
+            case Success(answer): print(answer.text)
+            case Failure(failure): print(failure.detail)
+    await connection.close()
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Callable, Collection
+from typing import Any, Literal
+
+import anyio
+import httpx2
+import mcp_types as mcp
+from mcp.client._transport import TransportStreams
+from mcp.client.session import ClientSession
+from mcp.shared.exceptions import MCPError
+from pydantic import ValidationError
+from returns.result import Failure, Result, Success
+
+from treadle import __version__
+from treadle.adapters.mcp.config import McpServerConfig
+from treadle.adapters.mcp.http import MissingToken, http_transport
+from treadle.adapters.mcp.results import answer_of
+from treadle.adapters.mcp.stdio import ServerProcess, stdio_transport
+from treadle.adapters.mcp.values import ListedTool, McpAnswer, McpCallFailure
+from treadle.adapters.process.tree import running_trees
+
+log = logging.getLogger(__name__)
+
+
+class _IntoTreadlesLog(logging.Handler):
+    """The SDK logs under ``mcp``: its records go where treadle's own go (the session's
+    ``treadle.log``), and never to the screen, where Python's last-resort handler
+    would print them."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        log.handle(record)
+
+
+_sdk_log = logging.getLogger("mcp")
+_sdk_log.addHandler(_IntoTreadlesLog())
+_sdk_log.propagate = False
+
+PROBE_TIMEOUT = 2.0
+"""After an abandoned call, how long the server has to answer a ping before it is stopped."""
+
+LIST_PAGES = 100
+"""A server whose tool list never ends cannot hold the start up for ever."""
+
+State = Literal["new", "starting", "ready", "failed", "closed"]
+CallResult = Result[McpAnswer, McpCallFailure]
+
+
+class McpConnection:
+    """A server's connection; ``on_failure`` hears, once, that a started server failed."""
+
+    def __init__(
+        self,
+        config: McpServerConfig,
+        *,
+        workspace: str,
+        passthrough: Collection[str],
+        log_path: str,
+        grace: float = 1.0,
+        probe_timeout: float = PROBE_TIMEOUT,
+        on_failure: Callable[[str], None] = lambda why: None,
+    ) -> None:
+        self.config = config
+        self.state: State = "new"
+        self.error = ""
+        self.server_info = ""
+        self.tools: tuple[ListedTool, ...] = ()
+        self.startup_seconds = 0.0
+        self._workspace = workspace
+        self._passthrough = passthrough
+        self._log_path = log_path
+        self._probe_timeout = probe_timeout
+        self._on_failure = on_failure
+        self._process = ServerProcess(grace=grace)
+        self._http_status: int | None = None
+        self._session: ClientSession | None = None
+        self._owner: asyncio.Task[None] | None = None
+        self._scope: anyio.CancelScope | None = None
+        self._ready: asyncio.Future[None] | None = None
+        self._stop = anyio.Event()
+        self._finished = anyio.Event()
+        self._background: set[asyncio.Future[Any]] = set()
+
+    @property
+    def name(self) -> str:
+        return self.config.name
+
+    # Starting and stopping -------------------------------------------------------
+
+    async def start(self) -> bool:
+        """Start the server and list its tools, within ``startup_timeout``.
+
+        Never raises for the server's own faults: False, and ``error`` says why.
+        """
+        self.state = "starting"
+        started = time.monotonic()
+        self._ready = asyncio.get_running_loop().create_future()
+        self._owner = asyncio.create_task(self._own(), name=f"MCP server {self.name}")
+        timeout = self.config.startup_timeout
+        try:
+            await asyncio.wait_for(asyncio.shield(self._ready), timeout)
+        except TimeoutError:
+            await self._end(hard=True)
+            self._fail(f"no answer to initialize within {timeout:g} s{self._stderr_tail()}")
+            return False
+        except asyncio.CancelledError:
+            await asyncio.shield(self._end(hard=True))
+            raise
+        except Exception as error:
+            await self._end(hard=True)
+            self._fail(self._startup_failure(error))
+            return False
+        self.startup_seconds = time.monotonic() - started
+        self.state = "ready"
+        return True
+
+    async def close(self) -> None:
+        """Stop the server and all it started; calls still running fail."""
+        if self._background:
+            # A cancelled call's notification, or a probe, is on its way: let it finish.
+            await asyncio.wait(self._background, timeout=self._probe_timeout + 1)
+            for task in self._background:
+                task.cancel()
+        await self._end(hard=False)
+        if self.state != "failed":
+            self.state = "closed"
+
+    def kill_now(self) -> None:
+        """SIGKILL the server and all it started, without waiting (a last resort)."""
+        tree = running_trees.get(self._process.pid or -1)
+        if tree is not None:
+            tree.kill_now()
+
+    async def _own(self) -> None:
+        """The owner task: the only one that enters and leaves the SDK's context managers."""
+        assert self._ready is not None
+        try:
+            with anyio.CancelScope() as scope:
+                self._scope = scope
+                async with contextlib.AsyncExitStack() as stack:
+                    read, write = await stack.enter_async_context(self._transport())
+                    session = await stack.enter_async_context(
+                        ClientSession(
+                            read,
+                            write,
+                            client_info=mcp.Implementation(name="treadle", version=__version__),
+                            message_handler=self._on_message,
+                        )
+                    )
+                    result = await session.initialize()
+                    self.server_info = f"{result.server_info.name} {result.server_info.version}"
+                    self.tools = await _listed_tools(session)
+                    self._session = session
+                    self._ready.set_result(None)
+                    await self._until_the_end()
+                    self._session = None
+            if self._process.ended.is_set() and not self._stop.is_set():
+                self._fail(self._why_it_ended())
+        except Exception as error:
+            if not self._ready.done():
+                self._ready.set_exception(error)
+            else:
+                log.warning("MCP server %s failed", self.name, exc_info=True)
+                self._fail(describe(error))
+        finally:
+            self._session = None
+            self._finished.set()
+            if not self._ready.done():  # stopped while starting: start() said why
+                self._ready.cancel()
+
+    def _transport(self) -> contextlib.AbstractAsyncContextManager[TransportStreams]:
+        if self.config.transport == "stdio":
+            return stdio_transport(
+                self.config,
+                workspace=self._workspace,
+                passthrough=self._passthrough,
+                log_path=self._log_path,
+                process_state=self._process,
+            )
+        return http_transport(self.config, self._remember_status)
+
+    def _remember_status(self, status: int) -> None:
+        self._http_status = status
+
+    async def _until_the_end(self) -> None:
+        """Wait for the session's end, or for the server's (its output ended)."""
+        async with anyio.create_task_group() as waiting:
+
+            async def end_when(event: anyio.Event) -> None:
+                await event.wait()
+                waiting.cancel_scope.cancel()
+
+            waiting.start_soon(end_when, self._stop)
+            if self.config.transport == "stdio":
+                waiting.start_soon(end_when, self._process.ended)
+
+    async def _end(self, *, hard: bool) -> None:
+        """Make the owner leave (at once when ``hard``), and wait for it, bounded."""
+        owner = self._owner
+        if owner is None:
+            return
+        self._process.hard = self._process.hard or hard
+        self._stop.set()
+        if self._session is None and not owner.done():  # still starting: interrupt it
+            if self._scope is not None:
+                self._scope.cancel()
+            else:
+                owner.cancel()
+        grace = self._process.grace
+        done, _ = await asyncio.wait({owner}, timeout=3 * grace + 3)
+        if not done:
+            log.warning("MCP server %s did not stop in time; killing it", self.name)
+            owner.cancel()
+            await asyncio.wait({owner}, timeout=2)
+        self.kill_now()
+
+    def _fail(self, why: str) -> None:
+        """Record the failure, once; a server that was ready is reported."""
+        if self.error:
+            return
+        was_ready = self.state == "ready"
+        self.error = why
+        self.state = "failed"
+        if was_ready:
+            self._on_failure(why)
+
+    # Calls ---------------------------------------------------------------------------
+
+    async def call(self, tool: str, arguments: dict[str, Any], timeout: float) -> CallResult:
+        """Run ``tools/call`` for the server's tool ``tool`` within ``timeout`` seconds.
+
+        Cancelling the awaiting task stops the call (the server is told) and re-raises.
+        """
+        session = self._session
+        if session is None or self.state != "ready":
+            why = self.error or "it was stopped"
+            return Failure(
+                McpCallFailure("not_running", f"the MCP server {self.name} is not running ({why})")
+            )
+        inner = asyncio.ensure_future(self._call(session, tool, arguments, timeout))
+        try:
+            return await asyncio.shield(inner)
+        except asyncio.CancelledError:
+            if not inner.done():
+                inner.cancel()  # exactly once: see the module's docstring
+                self._keep(inner)
+            raise
+
+    async def _call(
+        self, session: ClientSession, tool: str, arguments: dict[str, Any], timeout: float
+    ) -> CallResult:
+        try:
+            result = await session.call_tool(tool, arguments, read_timeout_seconds=timeout)
+        except MCPError as error:
+            if error.code == mcp.REQUEST_TIMEOUT:
+                self._keep(asyncio.ensure_future(self._probe("timed out")))
+                return Failure(
+                    McpCallFailure(
+                        "deadline",
+                        f"no result within {timeout:g} s; the call was cancelled",
+                    )
+                )
+            if error.code == mcp.CONNECTION_CLOSED:
+                with anyio.move_on_after(3 * self._process.grace + 3):
+                    await self._finished.wait()  # for the reason it went away
+                why = self.error or "the session is ending"
+                return Failure(
+                    McpCallFailure(
+                        "server_gone",
+                        f"the MCP server {self.name} went away during the call: {why}",
+                    )
+                )
+            return Failure(McpCallFailure("protocol", f"MCP error {error.code}: {error.message}"))
+        except asyncio.CancelledError:
+            self._keep(asyncio.ensure_future(self._probe("was cancelled")))
+            raise
+        except (RuntimeError, ValidationError) as error:
+            # A result that does not match the tool's outputSchema, or an input request.
+            return Failure(
+                McpCallFailure(
+                    "protocol", f"the MCP server {self.name} sent an unusable result: {error}"
+                )
+            )
+        return Success(answer_of(result))
+
+    async def _probe(self, why: str) -> None:
+        """After an abandoned call: a server that answers anything is alive; one that
+        answers nothing in time is stopped, with all it started."""
+        session = self._session
+        if session is None:
+            return
+        try:
+            await session.send_request(
+                mcp.PingRequest(), mcp.EmptyResult, request_read_timeout_seconds=self._probe_timeout
+            )
+            return
+        except MCPError as error:
+            if error.code not in (mcp.REQUEST_TIMEOUT, mcp.CONNECTION_CLOSED):
+                return  # an answer, even an error: it is listening
+        except Exception:
+            log.debug("ping to MCP server %s failed", self.name, exc_info=True)
+        if self._stop.is_set():
+            return
+        self._fail(f"it stopped answering after a call {why}; it was stopped")
+        await self._end(hard=True)
+
+    def _keep(self, task: asyncio.Future[Any]) -> None:
+        """Hold a background task until it ends (asyncio keeps only weak references)."""
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    async def _on_message(self, message: object) -> None:
+        if isinstance(message, Exception):
+            log.debug("MCP server %s sent something unreadable: %s", self.name, message)
+        else:
+            log.debug("MCP server %s notified: %s", self.name, type(message).__name__)
+
+    # Saying what happened ----------------------------------------------------------------
+
+    def _why_it_ended(self) -> str:
+        where = f" (its stderr is in {self._log_path})" if self.config.transport == "stdio" else ""
+        return f"it {self._ending()}{where}"
+
+    def _ending(self) -> str:
+        code = self._process.exit_code
+        if code is None:
+            return "closed its output"
+        if code < 0:
+            return f"was killed by signal {-code}"
+        return f"exited with code {code}"
+
+    def _startup_failure(self, error: Exception) -> str:
+        if isinstance(error, MissingToken):
+            return str(error)
+        if isinstance(error, OSError) and self._process.pid is None:
+            return f"cannot start {self.config.command}: {error.strerror or error}"
+        if self._process.pid is not None and self._process.exit_code is not None:
+            return f"{self._ending()} before answering initialize{self._stderr_tail()}"
+        if self._http_status is not None:
+            return f"HTTP {self._http_status} from {self.config.url}"
+        return describe(error) + self._stderr_tail()
+
+    def _stderr_tail(self) -> str:
+        """The last line the server wrote to its stderr, as a hint to what went wrong."""
+        if self.config.transport != "stdio":
+            return ""
+        try:
+            with open(self._log_path, "rb") as errors:
+                errors.seek(0, 2)
+                errors.seek(max(0, errors.tell() - 4096))
+                lines = errors.read().decode("utf-8", "replace").splitlines()
+        except OSError:
+            return ""
+        last = next((line.strip() for line in reversed(lines) if line.strip()), "")
+        return f" (its last words: {last[:200]})" if last else ""
+
+
+async def _listed_tools(session: ClientSession) -> tuple[ListedTool, ...]:
+    tools: list[ListedTool] = []
+    cursor: str | None = None
+    for _ in range(LIST_PAGES):
+        params = mcp.PaginatedRequestParams(cursor=cursor) if cursor else None
+        page = await session.list_tools(params=params)
+        for tool in page.tools:
+            hints = tool.annotations
+            tools.append(
+                ListedTool(
+                    name=tool.name,
+                    description=tool.description or tool.title or "",
+                    input_schema=tool.input_schema,
+                    read_only=hints is not None and hints.read_only_hint is True,
+                )
+            )
+        cursor = page.next_cursor
+        if not cursor:
+            break
+    return tuple(tools)
+
+
+def describe(error: BaseException) -> str:
+    """One line for an error, whatever task group wrapped it."""
+    if isinstance(error, BaseExceptionGroup):
+        return "; ".join(describe(inner) for inner in error.exceptions)
+    if isinstance(error, MCPError):
+        return f"MCP error {error.code}: {error.message}"
+    if isinstance(error, httpx2.ConnectError):
+        return f"cannot connect: {error}"
+    return f"{type(error).__name__}: {error}" if str(error) else type(error).__name__

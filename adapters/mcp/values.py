@@ -1,0 +1,43 @@
+"""What crosses between a server's connection and the rest of treadle: its tools, and
+how one call ended. Plain values; nothing here imports the SDK."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+MAX_MESSAGE = 32 * 1024 * 1024
+"""The largest message a server may send (an image, a long file); a larger one ends
+the connection, over stdio and over HTTP alike."""
+
+
+@dataclass(frozen=True, slots=True)
+class ListedTool:
+    """A tool as the server lists it: its own name, description and input schema."""
+
+    name: str
+    description: str
+    input_schema: Mapping[str, Any]
+    read_only: bool
+    """The server's ``readOnlyHint`` is true (a hint: only a configured server's counts)."""
+
+
+@dataclass(frozen=True, slots=True)
+class McpAnswer:
+    """A ``tools/call`` that got a result: its content as text, and ``isError``."""
+
+    text: str
+    is_error: bool = False
+
+
+FailureKind = Literal["deadline", "server_gone", "not_running", "protocol"]
+
+
+@dataclass(frozen=True, slots=True)
+class McpCallFailure:
+    """A call that got no result: the deadline passed (the call was cancelled), the
+    server went away during it, was not running, or broke the protocol."""
+
+    kind: FailureKind
+    detail: str

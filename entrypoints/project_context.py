@@ -1,0 +1,130 @@
+"""``treadle mcp`` and ``treadle context``: what a session brings in besides the built-in
+tools — the MCP servers' tools, and the project's instructions.
+
+``treadle mcp`` starts every configured server as a session would, lists each with
+whether it started and its tools, and stops them; it exits 1 when an enabled server
+failed. ``treadle context`` lists the instruction files a session would read.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import tempfile
+from typing import TYPE_CHECKING, TextIO
+
+from treadle.adapters.instructions import FILE_NAMES, InstructionFile, ProjectInstructions
+from treadle.adapters.mcp.servers import ServerStatus
+from treadle.adapters.mcp.tool import McpTool
+from treadle.entrypoints.config import (
+    AppConfig,
+    load_config,
+    project_config_path,
+    user_config_path,
+)
+
+if TYPE_CHECKING:
+    from treadle.entrypoints.container import Container
+
+DESCRIPTION_WIDTH = 72
+
+
+def _container(args: argparse.Namespace, session_dir: str = "") -> tuple[AppConfig, Container]:
+    from dependency_injector import providers
+
+    from treadle.entrypoints.container import Container
+    from treadle.entrypoints.session import flag_values
+
+    app = load_config(flags=flag_values(args), environ=os.environ)
+    container = Container()
+    container.app.override(providers.Object(app))
+    container.session_dir.override(providers.Object(session_dir))
+    return app, container
+
+
+async def show_mcp_servers(args: argparse.Namespace, out: TextIO) -> int:
+    with tempfile.TemporaryDirectory(prefix="treadle-mcp-") as logs:
+        app, container = _container(args, logs)
+        servers = container.mcp_servers()
+        if not servers.configs:
+            user, project = user_config_path(os.environ), project_config_path(app.workspace)
+            print(
+                f"No MCP servers configured: add [mcp_servers.NAME] tables to {user} or {project}.",
+                file=out,
+            )
+            return 0
+        from treadle.entrypoints.container import end_session
+
+        try:
+            await servers.start()
+            statuses = servers.statuses()
+        finally:
+            await end_session(container)
+    for status in statuses:
+        for line in status_lines(status):
+            print(line, file=out)
+    return 1 if any(status.state == "failed" for status in statuses) else 0
+
+
+def status_lines(status: ServerStatus) -> list[str]:
+    """A server's line (its name, how it is reached, how it went), then its tools."""
+    config = status.config
+    lines = [f"{config.name}  {status.state}  ({config.transport}: {config.where})"]
+    if status.state != "started":
+        return [*lines, f"  {status.detail}"]
+    lines[0] += f"  {status.detail}"
+    if not status.tools:
+        return [*lines, "  (no tools)"]
+    width = max(len(tool.spec.name) for tool in status.tools)
+    for tool in status.tools:
+        about = tool.listed.description.strip().splitlines()[0] if tool.listed.description else ""
+        if len(about) > DESCRIPTION_WIDTH:
+            about = about[: DESCRIPTION_WIDTH - 1] + "…"
+        lines.append(f"  {tool.spec.name:<{width}}  {_approval(tool):<9}  {about}".rstrip())
+    return lines
+
+
+def _approval(tool: McpTool) -> str:
+    """How the approval policy treats it: the server says it only reads, the
+    configuration allows it, or it asks (and read-only refuses it)."""
+    if tool.listed.read_only:
+        return "read-only"
+    return "allowed" if tool.access == "read" else "asks"
+
+
+def show_context(args: argparse.Namespace, out: TextIO) -> int:
+    app, container = _container(args)
+    for line in context_lines(container.instructions(), app):
+        print(line, file=out)
+    return 0
+
+
+def context_lines(found: ProjectInstructions, app: AppConfig) -> list[str]:
+    """The project root, each file read with its size, and what is sent."""
+    if not app.project_instructions:
+        origin = app.origin("project_instructions")
+        return [f"Project instructions are off (project_instructions = false, from {origin})."]
+    lines = [f"project root: {found.root}", f"limit:        {found.limit:,} bytes", ""]
+    if not found.files:
+        return [*lines, f"No {' or '.join(FILE_NAMES)} in your folder or the project's."]
+    width = max(len(f"{file.size:,}") for file in found.files)
+    for file in found.files:
+        notes = "; ".join(_notes(file))
+        lines.append(
+            f"  {file.size:>{width},} bytes  {file.path}" + (f"  ({notes})" if notes else "")
+        )
+    lines += ["", f"sent after the system prompt: {len(found.text.encode()):,} bytes"]
+    if found.left_out:
+        lines.append(f"left out by the limit: {found.left_out:,} bytes")
+    return lines
+
+
+def _notes(file: InstructionFile) -> list[str]:
+    notes = ["yours"] if file.from_user else []
+    if file.stands_in:
+        notes.append("stands in for AGENTS.md")
+    if file.problem:
+        notes.append(f"cannot be read: {file.problem}")
+    elif file.included < file.size:
+        notes.append(f"{file.size - file.included:,} bytes left out")
+    return notes
