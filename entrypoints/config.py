@@ -502,6 +502,8 @@ def describe_config(app: AppConfig, environ: Mapping[str, str]) -> list[str]:
 def _value_text(key: str, value: object) -> str:
     if key == "mcp_servers" and isinstance(value, Mapping):
         return json.dumps(list(value), ensure_ascii=False) + (" (treadle mcp)" if value else "")
+    if isinstance(value, bool):
+        return "true" if value else "false"
     if key == "approval" and value is None:
         return "(ask in a terminal, auto headless)"
     if isinstance(value, tuple):

@@ -20,8 +20,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from dependency_injector import containers, providers
-
 from treadle.adapters.instructions import ProjectInstructions
 from treadle.adapters.jsonl_transcript import JsonlTranscript
 from treadle.adapters.mcp.config import secret_values
@@ -44,6 +42,7 @@ from treadle.entrypoints.config import (
     mcp_server_configs,
     user_config_path,
 )
+from treadle.entrypoints.injector import containers, providers
 from treadle.entrypoints.interrupts import LeaveNow
 from treadle.ports.clock import Clock
 from treadle.ports.model import Model

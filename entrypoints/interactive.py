@@ -113,8 +113,6 @@ def run_interactive_session(app: AppConfig, session_dir: str, session_id: str) -
 
 
 async def _session(app: AppConfig, session_dir: str, session_id: str, greeting: list[str]) -> int:
-    from dependency_injector import providers
-
     from treadle.adapters.blessed_terminal import BlessedTerminal
     from treadle.entrypoints.container import (
         ModelNotConfigured,
@@ -122,6 +120,7 @@ async def _session(app: AppConfig, session_dir: str, session_id: str, greeting: 
         session_container,
         start_session,
     )
+    from treadle.entrypoints.injector import providers
 
     hint = f" — type to go on, or later: treadle --resume {session_id}"
     container = session_container(app, mode="tty", session_dir=session_dir, resume_hint=hint)

@@ -30,9 +30,8 @@ DESCRIPTION_WIDTH = 72
 
 
 def _container(args: argparse.Namespace, session_dir: str = "") -> tuple[AppConfig, Container]:
-    from dependency_injector import providers
-
     from treadle.entrypoints.container import Container
+    from treadle.entrypoints.injector import providers
     from treadle.entrypoints.session import flag_values
 
     app = load_config(flags=flag_values(args), environ=os.environ)

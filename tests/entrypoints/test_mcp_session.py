@@ -135,6 +135,35 @@ def test_servers_die_with_treadle_even_when_it_is_killed_with_sigkill(tmp_path: 
                 os.kill(pid, signal.SIGKILL)
 
 
+def test_a_stopped_turn_cancels_the_call_with_the_protocols_notification(tmp_path: Path) -> None:
+    """SIGINT pauses a headless turn as Esc does in a terminal: the running MCP call is
+    cancelled (the server hears it), and the server goes with the session."""
+    configure(tmp_path, "tool_timeout = 300", server_table(tmp_path))
+    script = write_script(tmp_path, {"tool_calls": [{"name": "mcp__test__hang", "arguments": {}}]})
+    treadle = subprocess.Popen(
+        [sys.executable, "-m", "treadle", "--model", f"script:{script}", "--print", "go"],
+        cwd=tmp_path,
+        env=treadle_env(tmp_path),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    log = tmp_path / "test.events"
+    try:
+        assert until(lambda: log.exists() and "hang started" in log.read_text(), 30)
+        server = wait_for_pid(tmp_path / "test.pid")
+        treadle.send_signal(signal.SIGINT)
+        out, err = treadle.communicate(timeout=30)
+    finally:
+        treadle.kill()
+    assert treadle.returncode == 130, err
+    assert "Turn paused" in out
+    seen = log.read_text()
+    assert "hang cancelled" in seen and "'reason': 'caller cancelled'" in seen
+    assert not is_running(server)
+
+
 @pytest.fixture
 def here(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """In-process runs of a subcommand, in ``tmp_path`` with no user configuration."""
