@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from treadle.adapters.instructions import ProjectInstructions
+from treadle.adapters.instructions import ProjectInstructions, read_instructions
 from treadle.adapters.jsonl_transcript import JsonlTranscript
 from treadle.adapters.mcp.config import secret_values
 from treadle.adapters.mcp.servers import McpServers
@@ -150,8 +150,6 @@ def read_project_instructions(app: AppConfig) -> ProjectInstructions:
     """AGENTS.md from the user's folder and from the project root down, unless turned off."""
     if not app.project_instructions:
         return ProjectInstructions()
-    from treadle.adapters.instructions import read_instructions
-
     return read_instructions(
         app.workspace,
         user_folder=str(user_config_path(os.environ).parent),
@@ -174,7 +172,8 @@ def build_terminal(mode: str, resume_hint: str, leave_now: LeaveNow) -> Terminal
 def build_redactor(app: AppConfig) -> Redactor:
     """Secrets out of transcripts and the screen: secret-looking variables and the key."""
     key_envs = [app.key_env] if app.key_env else []
-    # What MCP servers are configured with: tokens in their env, headers or variables.
+    # What MCP servers are configured with: tokens in their env, headers or variables,
+    # under names the redactor takes for secrets' (they hold SECRET).
     configured = {}
     for server in mcp_server_configs(app):
         key_envs += [server.bearer_token_env] if server.bearer_token_env else []

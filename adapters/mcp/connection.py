@@ -303,11 +303,11 @@ class McpConnection:
             raise
         except (RuntimeError, ValidationError) as error:
             # A result that does not match the tool's outputSchema, or an input request.
-            return Failure(
-                McpCallFailure(
-                    "protocol", f"the MCP server {self.name} sent an unusable result: {error}"
-                )
-            )
+            unusable = f"the MCP server {self.name} sent a result treadle cannot use: {error}"
+            return Failure(McpCallFailure("protocol", unusable))
+        except Exception as error:  # a server's fault the SDK did not foresee: not a bug of ours
+            log.warning("a call to MCP server %s failed", self.name, exc_info=True)
+            return Failure(McpCallFailure("protocol", f"the call failed: {describe(error)}"))
         return Success(answer_of(result))
 
     async def _probe(self, why: str) -> None:

@@ -36,6 +36,8 @@ if TYPE_CHECKING:
     from treadle.adapters.mcp.connection import McpConnection
 
 Notify = Callable[[TurnEvent], None]
+CONNECTION_MODULE = "treadle.adapters.mcp.connection"
+"""The module that imports the SDK, imported when a server starts."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,6 +76,7 @@ class McpServers:
         self._probe_timeout = probe_timeout
         self._connections: dict[str, McpConnection] = {}
         self._tools: dict[str, tuple[McpTool, ...]] = {}
+        self._unstarted: dict[str, str] = {}
         self._started = False
         self._notify: Notify = lambda event: None
 
@@ -90,7 +93,12 @@ class McpServers:
             self._notify = notify
         if not self.enabled:
             return  # no server: the SDK is never imported
-        module = await asyncio.to_thread(importlib.import_module, "treadle.adapters.mcp.connection")
+        try:
+            module = await asyncio.to_thread(importlib.import_module, CONNECTION_MODULE)
+        except ImportError as error:  # the SDK is not installed, or broken
+            for config in self.enabled:
+                self._failed(config.name, f"the MCP SDK cannot be loaded ({error})")
+            return
         for config in self.enabled:
             self._connections[config.name] = module.McpConnection(
                 config,
@@ -105,13 +113,7 @@ class McpServers:
         taken: set[str] = set()
         for name, connection in self._connections.items():  # names in the configured order
             if connection.state != "ready":
-                self._notify(
-                    Notice(
-                        "mcp_server_failed",
-                        f"MCP server {name} did not start: {connection.error}. "
-                        "Its tools are not available.",
-                    )
-                )
+                self._failed(name, connection.error)
                 continue
             self._tools[name] = tuple(
                 self._tool(connection, listed, tool_name(name, listed.name, taken))
@@ -131,6 +133,8 @@ class McpServers:
             connection = self._connections.get(config.name)
             if not config.enabled:
                 statuses.append(ServerStatus(config, "disabled", "enabled = false"))
+            elif connection is None and config.name in self._unstarted:
+                statuses.append(ServerStatus(config, "failed", self._unstarted[config.name]))
             elif connection is None:
                 statuses.append(ServerStatus(config, "stopped", "not started"))
             elif connection.state == "failed":
@@ -160,6 +164,15 @@ class McpServers:
             timeout=connection.config.tool_timeout,
             allowed=is_allowed(name, self._allowed),
             redactor=self._redactor,
+        )
+
+    def _failed(self, name: str, why: str) -> None:
+        self._unstarted[name] = why
+        self._notify(
+            Notice(
+                "mcp_server_failed",
+                f"MCP server {name} did not start: {why}. Its tools are not available.",
+            )
         )
 
     def _stopped(self, name: str, why: str) -> None:

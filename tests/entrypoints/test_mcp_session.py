@@ -101,28 +101,35 @@ def test_a_turn_uses_the_servers_tools_and_leaves_nothing_running(tmp_path: Path
     assert not is_running(server) and not is_running(child), "an MCP server outlived its turn"
 
 
-@pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs /proc")
-def test_servers_die_with_treadle_even_when_it_is_killed_with_sigkill(tmp_path: Path) -> None:
-    configure(tmp_path, server_table(tmp_path), "tool_timeout = 300")
-    script = write_script(
-        tmp_path,
-        {"tool_calls": [{"name": "mcp__test__spawn_child", "arguments": {}}]},
-        {"tool_calls": [{"name": "mcp__test__hang", "arguments": {}}]},
-    )
+def start_hanging_turn(folder: Path, *calls: str) -> subprocess.Popen[str]:
+    """A headless turn whose MCP server runs ``calls``, then one that hangs: once the
+    server says it hangs."""
+    configure(folder, "tool_timeout = 300", server_table(folder))
+    steps = [{"tool_calls": [{"name": f"mcp__test__{name}", "arguments": {}}]} for name in calls]
+    script = write_script(folder, *steps, {"tool_calls": [{"name": "mcp__test__hang"}]})
     treadle = subprocess.Popen(
         [sys.executable, "-m", "treadle", "--model", f"script:{script}", "--print", "go"],
-        cwd=tmp_path,
-        env=treadle_env(tmp_path),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
+        cwd=folder,
+        env=treadle_env(folder),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
+    log = folder / "test.events"
+    if not until(lambda: log.exists() and "hang started" in log.read_text(), 30):
+        treadle.kill()
+        raise AssertionError(f"the MCP call never started: {treadle.communicate()}")
+    return treadle
+
+
+@pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs /proc")
+def test_servers_die_with_treadle_even_when_it_is_killed_with_sigkill(tmp_path: Path) -> None:
+    treadle = start_hanging_turn(tmp_path, "spawn_child")
     pids: list[int] = []
-    log = tmp_path / "test.events"
     try:
-        assert until(lambda: log.exists() and "hang started" in log.read_text(), 30)
-        child = next(
-            int(line.split()[1]) for line in log.read_text().splitlines() if "child" in line
-        )
+        log = (tmp_path / "test.events").read_text().splitlines()
+        child = next(int(line.split()[1]) for line in log if line.startswith("child "))
         pids = [wait_for_pid(tmp_path / "test.pid"), child]
         assert all(is_running(pid) for pid in pids)
         treadle.send_signal(signal.SIGKILL)
@@ -130,6 +137,7 @@ def test_servers_die_with_treadle_even_when_it_is_killed_with_sigkill(tmp_path: 
         assert all(gone_within(pid, 10) for pid in pids), "an MCP server outlived treadle"
     finally:
         treadle.kill()
+        treadle.communicate()
         for pid in pids:
             with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGKILL)
@@ -138,25 +146,14 @@ def test_servers_die_with_treadle_even_when_it_is_killed_with_sigkill(tmp_path: 
 def test_a_stopped_turn_cancels_the_call_with_the_protocols_notification(tmp_path: Path) -> None:
     """SIGINT pauses a headless turn as Esc does in a terminal: the running MCP call is
     cancelled (the server hears it), and the server goes with the session."""
-    configure(tmp_path, "tool_timeout = 300", server_table(tmp_path))
-    script = write_script(tmp_path, {"tool_calls": [{"name": "mcp__test__hang", "arguments": {}}]})
-    treadle = subprocess.Popen(
-        [sys.executable, "-m", "treadle", "--model", f"script:{script}", "--print", "go"],
-        cwd=tmp_path,
-        env=treadle_env(tmp_path),
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    log = tmp_path / "test.events"
+    treadle = start_hanging_turn(tmp_path)
     try:
-        assert until(lambda: log.exists() and "hang started" in log.read_text(), 30)
         server = wait_for_pid(tmp_path / "test.pid")
         treadle.send_signal(signal.SIGINT)
         out, err = treadle.communicate(timeout=30)
     finally:
         treadle.kill()
+    log = tmp_path / "test.events"
     assert treadle.returncode == 130, err
     assert "Turn paused" in out
     seen = log.read_text()
@@ -231,3 +228,28 @@ def test_a_bad_server_table_stops_treadle_with_the_file_and_the_key(tmp_path: Pa
         f"treadle: {tmp_path / '.treadle.toml'}: mcp_servers.test.args: "
         'must be a list of strings, not "--no-list"\n'
     )
+
+
+def test_secrets_in_a_servers_table_are_redacted_like_the_api_key(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from treadle.entrypoints.config import AppConfig
+    from treadle.entrypoints.container import build_redactor
+
+    monkeypatch.setenv("DOCS_AUTH", "docs-bearer-token-123456")
+    servers = {
+        "local": {
+            "command": "x",
+            "env": {"SERVICE_API_KEY": "env-secret-abcdef", "TZ": "Europe/Paris"},
+        },
+        "docs": {
+            "url": "https://docs.test/mcp",
+            "headers": {"Authorization": "Bearer header-token-987654", "X-Team": "core-team"},
+            "bearer_token_env": "DOCS_AUTH",
+        },
+    }
+    redact = build_redactor(AppConfig(mcp_servers=servers)).redact
+    shown = redact(
+        "env-secret-abcdef header-token-987654 docs-bearer-token-123456 Europe/Paris core-team"
+    )
+    assert shown == "[redacted] [redacted] [redacted] Europe/Paris core-team"
