@@ -18,6 +18,7 @@ from collections.abc import Collection
 
 from returns.result import Failure, Result, Success
 
+from treadle.adapters.process.cgroup import CommandGroup, cgroup_home
 from treadle.adapters.process.environment import child_environment
 from treadle.adapters.process.spill import SPILL_CAP, OutputSpill
 from treadle.adapters.process.tree import (
@@ -25,8 +26,9 @@ from treadle.adapters.process.tree import (
     active_commands,
     become_subreaper,
     running_trees,
+    start_time,
 )
-from treadle.adapters.process.watchdog import OWNER_MARKER, ensure_watchdog
+from treadle.adapters.process.watchdog import OWNER_MARKER, ensure_watchdog, watch_cgroup
 from treadle.adapters.redact import Redactor
 from treadle.domain.rules.output_bound import OutputBound
 from treadle.domain.values.process import ProcessError, ProcessResult, ProcessSpec
@@ -37,6 +39,13 @@ to arrive; a background child holding the pipe open does not make the call wait.
 
 DRAIN_AFTER_STOP = 1.0
 """After the stop, how long to read what the killed processes had already written."""
+
+GATE = 'read _; exec "$0" -c "$1" </dev/null'
+"""In a cgroup, the shell first waits on stdin until it has been moved in, so that
+nothing it starts is born outside; then it becomes the command's shell (same pid)."""
+
+
+_GATE_SHELL = "/bin/sh" if os.access("/bin/sh", os.X_OK) else "/bin/bash"
 
 
 class _OutputReader:
@@ -123,7 +132,8 @@ class SubprocessRunner:
     ``passthrough_env`` names variables that look like secrets but may reach the
     command; ``grace`` is the time between SIGTERM and SIGKILL; ``spill_cap`` is the
     largest full-output file kept when the bound cuts; ``redactor`` takes secrets out
-    of that file.
+    of that file. ``cgroups`` runs each command in a cgroup of its own where the
+    kernel allows it (False: only the other ways of finding a command's processes).
     """
 
     def __init__(
@@ -134,7 +144,9 @@ class SubprocessRunner:
         shell: str | None = None,
         spill_cap: int = SPILL_CAP,
         redactor: Redactor | None = None,
+        cgroups: bool = True,
     ) -> None:
+        self._cgroups = cgroups
         self._passthrough = frozenset(passthrough_env)
         self._redactor = redactor
         self._grace = grace
@@ -148,14 +160,21 @@ class SubprocessRunner:
         )
         run_id = os.urandom(16).hex()
         become_subreaper()
+        home = cgroup_home() if self._cgroups else None
+        cgroup = home.command_group(run_id) if home is not None else None
         started = time.monotonic()
-        match self._start(spec, run_id):
+        match self._start(spec, run_id, cgroup):
             case Failure() as failure:
+                if cgroup is not None:
+                    cgroup.remove()
                 return failure
-            case Success((process, pipe)):
-                pass
+            case Success((process, pipe, cgroup)):
+                if cgroup is not None and home is not None:
+                    watch_cgroup(home.path)
         active_commands.add(process.pid)
-        tree = running_trees[process.pid] = CommandTree(process.pid, run_id)
+        tree = running_trees[process.pid] = CommandTree(
+            process.pid, run_id, cgroup, start_time(process.pid)
+        )
         try:
             timed_out = await self._follow(
                 tree,
@@ -166,14 +185,21 @@ class SubprocessRunner:
         finally:
             active_commands.discard(process.pid)
             running_trees.pop(process.pid, None)
+            if not running_trees and tree.may_have_leftovers():
+                # An orphan that two runs could have started was left to the last of
+                # them; this was it.
+                tree.kill_now()
+            if cgroup is not None:
+                cgroup.remove()
             if spill is not None:
                 spill.close()
         return Success(_result(process, bound, spill, time.monotonic() - started, timed_out))
 
     def _start(
-        self, spec: ProcessSpec, run_id: str
-    ) -> Result[tuple[subprocess.Popen[bytes], int], ProcessError]:
-        """Fork and exec the shell; quick enough not to need a thread."""
+        self, spec: ProcessSpec, run_id: str, cgroup: CommandGroup | None
+    ) -> Result[tuple[subprocess.Popen[bytes], int, CommandGroup | None], ProcessError]:
+        """Fork and exec the shell (in ``cgroup``, if there is one and it takes it: the
+        result says which); quick enough not to need a thread."""
         if not os.path.isdir(spec.cwd):
             what = "not a folder" if os.path.exists(spec.cwd) else "no such folder"
             return Failure(ProcessError(f"cannot run in {spec.cwd}: {what}"))
@@ -188,23 +214,36 @@ class SubprocessRunner:
         # Ours is the parent's folder; programs that trust $PWD would be misled.
         environment.setdefault("PWD", os.path.abspath(spec.cwd))
         read_end, write_end = os.pipe()
+        gate_read, gate_write = os.pipe() if cgroup is not None else (None, None)
+        command = [self._shell, "-c", spec.command]
+        if gate_read is not None:
+            command = [_GATE_SHELL, "-c", GATE, self._shell, spec.command]
         try:
             process = subprocess.Popen(
-                [self._shell, "-c", spec.command],
+                command,
                 cwd=spec.cwd,
                 env=environment,
-                stdin=subprocess.DEVNULL,
+                stdin=subprocess.DEVNULL if gate_read is None else gate_read,
                 stdout=write_end,
                 stderr=write_end,
                 start_new_session=True,
             )
         except (OSError, ValueError) as error:
             os.close(read_end)
+            if gate_write is not None:
+                os.close(gate_write)
             return Failure(ProcessError(str(error)))
         finally:
             # Only the command may hold the write end, or the pipe would never end.
             os.close(write_end)
-        return Success((process, read_end))
+            if gate_read is not None:
+                os.close(gate_read)
+        if gate_write is not None:
+            if cgroup is not None and not cgroup.adopt(process.pid):
+                cgroup = None
+            os.write(gate_write, b"\n")  # open the gate: the command starts now
+            os.close(gate_write)
+        return Success((process, read_end, cgroup))
 
     async def _follow(
         self,

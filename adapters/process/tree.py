@@ -1,16 +1,24 @@
 """Finding and stopping everything one command started, including what left its group.
 
 A command runs in its own session and process group, so ``killpg`` reaches most of
-what it starts. Programs that call ``setsid`` or double-fork leave the group; two
-things catch them on Linux:
+what it starts. Programs that call ``setsid`` or double-fork leave the group; on Linux
+these catch them:
 
+- where the kernel lets treadle make one, each command runs in a cgroup of its own
+  (:mod:`.cgroup`): the exact list of its processes, whatever they do;
 - this process is a *child subreaper*, so an orphaned descendant is re-parented to us
-  instead of to init, and shows up among our children;
+  instead of to init, and shows up among our children. A re-parented child is the
+  command's if it started after the command did and no other command still running
+  could have started it (then the last of them to end stops it);
 - every run tags its environment with a marker variable that descendants inherit,
-  so a scan of ``/proc/*/environ`` finds them wherever they went.
+  so a scan of ``/proc/*/environ`` finds them wherever they went;
+- and whatever any of these find, its descendants with it.
 
-A descendant that both clears its environment and leaves the session is out of reach;
-so is one that changes user. Elsewhere than Linux only the group is signalled.
+Processes that treadle starts itself, not as a command (the watchdog, a tool server),
+are either in treadle's own session, which no command's process can join, or listed
+in :data:`active_commands`: they are never taken for a command's leftovers.
+A process that changes user is out of reach. Elsewhere than Linux only the group is
+signalled.
 """
 
 from __future__ import annotations
@@ -24,6 +32,7 @@ import sys
 from collections import defaultdict
 from dataclasses import dataclass, field
 
+from treadle.adapters.process.cgroup import CommandGroup
 from treadle.adapters.process.environment import run_marker
 
 _PROC = "/proc"
@@ -55,13 +64,15 @@ def become_subreaper() -> None:
 
 @dataclass(frozen=True, slots=True)
 class ProcessEntry:
-    """One line of ``/proc/<pid>/stat``: who its parent is, its group and session."""
+    """One line of ``/proc/<pid>/stat``: who its parent is, its group and session, and
+    when it started (clock ticks since boot)."""
 
     pid: int
     parent: int
     group: int
     session: int
     state: str
+    started: int = 0
 
     @property
     def ended(self) -> bool:
@@ -76,9 +87,18 @@ def _read_entry(pid: int) -> ProcessEntry | None:
         return None
     # The command name may hold spaces and parentheses; the fields follow the last ")".
     fields = raw[raw.rfind(b")") + 2 :].split()
-    if len(fields) < 4:
+    if len(fields) < 20:
         return None
-    return ProcessEntry(pid, int(fields[1]), int(fields[2]), int(fields[3]), fields[0].decode())
+    # Field 3 of the man page is fields[0]: the start time, field 22, is fields[19].
+    return ProcessEntry(
+        pid, int(fields[1]), int(fields[2]), int(fields[3]), fields[0].decode(), int(fields[19])
+    )
+
+
+def start_time(pid: int) -> int:
+    """When ``pid`` started (clock ticks since boot), 0 if it is gone."""
+    entry = _read_entry(pid)
+    return entry.started if entry is not None else 0
 
 
 def _carries(pid: int, tag: bytes) -> bool:
@@ -125,10 +145,14 @@ def _our_children() -> set[int] | None:
 @dataclass(slots=True)
 class CommandTree:
     """The processes of one run: its leader (the shell), whose pid is also its group
-    and session id, and whatever carries the run's marker, plus their descendants."""
+    and session id, what is in its cgroup, what carries the run's marker, the orphans
+    re-parented to us that are its own, and all their descendants."""
 
     leader: int
     run_id: str
+    cgroup: CommandGroup | None = None
+    started: int = 0
+    """The leader's start time: nothing started before it is of this run."""
     signalled: set[int] = field(default_factory=set)
     group_signals: set[int] = field(default_factory=set)
 
@@ -147,6 +171,9 @@ class CommandTree:
             if entry.pid not in (me, 1)
             and (self.leader in (entry.group, entry.session) or _carries(entry.pid, tag))
         ]
+        if self.cgroup is not None:
+            seeds.extend(pid for pid in self.cgroup.pids() if pid in entries)
+        seeds.extend(self._adopted(entries, me))
         children: defaultdict[int, list[int]] = defaultdict(list)
         for entry in entries.values():
             children[entry.parent].append(entry.pid)
@@ -159,6 +186,24 @@ class CommandTree:
             seeds.extend(children[pid])
         return found
 
+    def _adopted(self, entries: dict[int, ProcessEntry], me: int) -> list[int]:
+        """Our children that are this run's orphans, though nothing else marks them.
+
+        Not a command's own process, nor in our session (where treadle's own children
+        are), started after this run's leader, and started by no other run still going.
+        """
+        ours = os.getsid(0)
+        others = [tree.started for tree in running_trees.values() if tree is not self]
+        return [
+            entry.pid
+            for entry in entries.values()
+            if entry.parent == me
+            and entry.pid not in active_commands
+            and entry.session != ours
+            and entry.started >= self.started
+            and not any(started <= entry.started for started in others)
+        ]
+
     def may_have_leftovers(self) -> bool:
         """A cheap check after the leader ended: could anything of the run still be about?
 
@@ -167,18 +212,23 @@ class CommandTree:
         """
         if _signal_group(self.leader, 0):
             return True
+        if self.cgroup is not None and self.cgroup.populated():
+            return True
         if not _HAVE_PROC:
             return False  # the group is all we could reach anyway
         children = _our_children()
         if children is None:
             return True
+        ours = os.getsid(0)
         for pid in children - active_commands:
             entry = _read_entry(pid)
-            # A live child may be a leftover; an ended one is, if it was of this group
-            # (then it needs reaping). Other ended children are not this run's to judge,
-            # and would otherwise make every later run scan.
+            # A live child may be a leftover (unless it is in our session: treadle's
+            # own); an ended one is, if it was of this group (then it needs reaping).
+            # Other ended children are not this run's to judge, and would otherwise
+            # make every later run scan.
             if entry is not None and (
-                not entry.ended or self.leader in (entry.group, entry.session)
+                (not entry.ended and entry.session != ours)
+                or self.leader in (entry.group, entry.session)
             ):
                 return True
         return False
@@ -229,6 +279,8 @@ class CommandTree:
                 await asyncio.sleep(min(_POLL, deadline - loop.time()))
             for _ in range(_KILL_ROUNDS):
                 # A member may fork between the scan and the kill: scan again until empty.
+                if self.cgroup is not None:
+                    self.cgroup.kill()  # all at once, forks included
                 if not self.signal(signal.SIGKILL, again=True):
                     break
                 self.reap()
@@ -242,6 +294,8 @@ class CommandTree:
 
     def kill_now(self) -> None:
         """SIGKILL everything at once, without waiting (a last resort)."""
+        if self.cgroup is not None:
+            self.cgroup.kill()
         for _ in range(3):
             if not self.signal(signal.SIGKILL, again=True):
                 break

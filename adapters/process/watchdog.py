@@ -2,8 +2,10 @@
 whatever treadle's commands left running.
 
 Every command's environment carries this process's owner marker; descendants inherit
-it. The watchdog, a small separate process, waits for treadle to close its end of a
-pipe (which any death does), then kills every process still carrying the marker.
+it. The watchdog, a small separate process (:mod:`.watchdog_script`), waits for
+treadle to close its end of a pipe (which any death does), then kills every process
+still carrying the marker, everything in treadle's cgroup folder, and what it saw
+re-parented to treadle, with their descendants.
 """
 
 from __future__ import annotations
@@ -13,40 +15,14 @@ import os
 import subprocess
 import sys
 
+from treadle.adapters.process import watchdog_script
 from treadle.adapters.process.tree import active_commands
 
 OWNER_MARKER = f"TREADLE_RUN_OWNER_{os.urandom(16).hex()}"
 """Set to 1 in every command's environment (a ``TREADLE_RUN_`` name, like run markers)."""
 
-_WATCHDOG = r"""
-import os, signal, sys
-tag = b"\0" + sys.argv[1].encode() + b"="
-try:
-    sys.stdin.buffer.read()
-except BaseException:
-    pass
-me = os.getpid()
-for _ in range(5):
-    found = False
-    for name in os.listdir("/proc"):
-        if not name.isdigit() or int(name) == me:
-            continue
-        try:
-            with open(f"/proc/{name}/environ", "rb") as source:
-                environ = b"\0" + source.read()
-        except OSError:
-            continue
-        if tag in environ:
-            try:
-                os.kill(int(name), signal.SIGKILL)
-                found = True
-            except OSError:
-                pass
-    if not found:
-        break
-"""
-
 _started: list[subprocess.Popen[bytes]] = []
+_told: set[str] = set()
 
 
 def ensure_watchdog() -> None:
@@ -55,7 +31,7 @@ def ensure_watchdog() -> None:
         return
     with contextlib.suppress(OSError):
         watchdog = subprocess.Popen(
-            [sys.executable, "-I", "-S", "-c", _WATCHDOG, OWNER_MARKER],
+            [sys.executable, "-I", "-S", watchdog_script.__file__, OWNER_MARKER],
             stdin=subprocess.PIPE,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
@@ -65,3 +41,13 @@ def ensure_watchdog() -> None:
         # Not a leftover of any command: cleanup must neither kill nor reap it.
         active_commands.add(watchdog.pid)
         _started.append(watchdog)
+
+
+def watch_cgroup(path: str) -> None:
+    """Tell the watchdog that treadle's commands run in cgroups under ``path``."""
+    if path in _told or not _started or _started[0].stdin is None:
+        return
+    with contextlib.suppress(OSError):
+        _started[0].stdin.write(f"cgroup {path}\n".encode(errors="surrogateescape"))
+        _started[0].stdin.flush()
+        _told.add(path)

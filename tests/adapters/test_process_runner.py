@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import re
 import signal
+import subprocess
 import time
 from pathlib import Path
 
@@ -13,6 +14,8 @@ from returns.result import Failure, Success
 
 from tests.processes import is_running
 from treadle.adapters.process import SubprocessRunner
+from treadle.adapters.process.cgroup import cgroup_home
+from treadle.adapters.process.watchdog_script import doomed
 from treadle.adapters.process.environment import child_environment, looks_secret
 from treadle.domain.values.process import ProcessResult, ProcessSpec
 
@@ -37,6 +40,10 @@ sleep 300
 
 def contents(path: Path) -> str:
     return path.read_text()
+
+
+def exists(path: Path) -> bool:
+    return path.exists()
 
 
 def recorded_pids(folder: Path) -> dict[str, int]:
@@ -282,3 +289,99 @@ def test_the_callers_variables_win_and_the_run_is_tagged() -> None:
         "SERVICE_TOKEN": "given",
         "TREADLE_RUN_abc": "1",
     }
+
+
+# A descendant that clears its environment (no marker) and leaves the session: the shell
+# ends at once, so it is re-parented to us; in the second, its parent is still running.
+HIDDEN = {
+    "orphaned": "(setsid env -i sleep 300 & echo $!)",
+    "bare": "setsid env -i sleep 300 & echo $!",
+    "stubborn": "setsid env -i sh -c 'trap \"\" TERM; exec sleep 300' & echo $!",
+}
+
+
+@pytest.mark.parametrize("cgroups", [True, False], ids=["cgroup", "records"])
+@pytest.mark.parametrize("command", list(HIDDEN.values()), ids=list(HIDDEN))
+async def test_a_descendant_without_the_marker_is_still_the_commands(
+    tmp_path: Path, command: str, cgroups: bool
+) -> None:
+    runner = SubprocessRunner(grace=0.2, cgroups=cgroups)
+
+    result = ran(await runner.run(spec(command, tmp_path)))
+
+    assert result.exit_code == 0
+    assert not is_running(int(result.output))
+
+
+@pytest.mark.parametrize("cgroups", [True, False], ids=["cgroup", "records"])
+async def test_a_hidden_descendant_of_a_command_that_times_out_is_stopped(
+    tmp_path: Path, cgroups: bool
+) -> None:
+    runner = SubprocessRunner(grace=0.2, cgroups=cgroups)
+    command = "(setsid env -i sleep 300 & echo $!); setsid env -i sleep 300 & echo $!; sleep 300"
+
+    result = ran(await runner.run(spec(command, tmp_path, timeout=0.5)))
+
+    assert result.timed_out
+    assert [pid for pid in map(int, result.output.split()) if is_running(pid)] == []
+
+
+async def test_where_the_kernel_allows_it_each_command_has_a_cgroup_of_its_own(
+    tmp_path: Path,
+) -> None:
+    home = cgroup_home()
+    if home is None:
+        pytest.skip("no cgroup v2 this process may write to")
+    runner = SubprocessRunner()
+
+    first, second = [
+        ran(await runner.run(spec("tail -n 1 /proc/self/cgroup", tmp_path))).output
+        for _ in range(2)
+    ]
+
+    assert "/treadle-" in first and "/run-" in first
+    assert first != second
+    assert not exists(Path(home.path, first.rsplit("/", 1)[1].strip()))  # removed after
+
+
+WAIT_FOR_GO = "touch started; while [ ! -e go ]; do sleep 0.01; done; echo long"
+
+
+async def test_an_orphan_of_two_runs_at_once_is_stopped_by_the_last_to_end(
+    tmp_path: Path,
+) -> None:
+    runner = SubprocessRunner(grace=0.2, cgroups=False)
+    long = asyncio.create_task(runner.run(spec(WAIT_FOR_GO, tmp_path)))
+    await asyncio.sleep(0)  # the long one starts first
+    short = ran(await runner.run(spec(HIDDEN["orphaned"], tmp_path)))
+    (tmp_path / "go").touch()
+
+    assert ran(await long).output == "long\n"
+    assert not is_running(int(short.output))
+
+
+async def test_treadles_own_children_are_never_taken_for_leftovers(tmp_path: Path) -> None:
+    runner = SubprocessRunner(grace=0.2, cgroups=False)
+    call = asyncio.create_task(runner.run(spec(WAIT_FOR_GO, tmp_path)))
+    for _ in range(3000):
+        if exists(tmp_path / "started"):
+            break
+        await asyncio.sleep(0.01)
+    # Started by us, in our session, while the command runs.
+    own = subprocess.Popen(["sleep", "30"])  # noqa: ASYNC220
+    try:
+        (tmp_path / "go").touch()
+        ran(await call)
+        assert own.poll() is None
+    finally:
+        own.kill()
+        own.wait()
+
+
+def test_the_watchdog_kills_what_it_recorded_only_if_it_is_the_same_process() -> None:
+    entries = {10: (1, 10, 500), 11: (10, 10, 501), 12: (1, 12, 900), 13: (1, 13, 7)}
+
+    targets = doomed(entries, seeds=[13], recorded={10: 500, 12: 400}, spare=[1])
+
+    # 12 is another process by now (it started later than the one recorded).
+    assert targets == {10, 11, 13}
