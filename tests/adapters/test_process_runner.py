@@ -15,8 +15,8 @@ from returns.result import Failure, Success
 from tests.processes import is_running
 from treadle.adapters.process import SubprocessRunner
 from treadle.adapters.process.cgroup import cgroup_home
-from treadle.adapters.process.watchdog_script import doomed
 from treadle.adapters.process.environment import child_environment, looks_secret
+from treadle.adapters.process.watchdog_script import doomed
 from treadle.domain.values.process import ProcessResult, ProcessSpec
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs Linux /proc")
