@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import asyncio
 import os
-import tempfile
+import stat
 from collections.abc import Iterator, Mapping
 from typing import Any, BinaryIO
 
 from returns.result import Failure, Result, Success
 
 from treadle.adapters.tools.arguments import flag, plural, refuse, text, whole
-from treadle.adapters.tools.workspace import Workspace
+from treadle.adapters.tools.workspace import LinkOnTheWay, Workspace
 from treadle.domain.values.model import ToolSpec
 from treadle.domain.values.tools import Access, ToolOutcome, ToolResult
 from treadle.ports.tools import ToolContext
@@ -92,12 +92,14 @@ class ReadFileTool:
             case Success(real):
                 pass
         budget = context.limits.output_limit
-        return await asyncio.to_thread(_read_window, real, path, offset, limit, budget)
+        return await asyncio.to_thread(_read_window, workspace, real, path, offset, limit, budget)
 
 
-def _read_window(real: str, shown: str, offset: int, limit: int, budget: int) -> ToolResult:
+def _read_window(
+    workspace: Workspace, real: str, shown: str, offset: int, limit: int, budget: int
+) -> ToolResult:
     try:
-        with open(real, "rb") as file:
+        with _open_to_read(workspace, real) as file:
             if _looks_binary(file.read(BINARY_SNIFF)):
                 return refuse(f"{shown} is a binary file, not shown", "binary file")
             file.seek(0)
@@ -109,7 +111,30 @@ def _read_window(real: str, shown: str, offset: int, limit: int, budget: int) ->
     except PermissionError:
         return refuse(f"permission denied: {shown}", "permission denied")
     except OSError as error:
-        return refuse(f"cannot read {shown}: {error.strerror or error}", "cannot read")
+        return refuse(f"cannot read {shown}: {_why(error)}", "cannot read")
+
+
+def _open_to_read(workspace: Workspace, real: str) -> BinaryIO:
+    """The file, opened beneath the workspace's root; a FIFO or a device is not read
+    (it would never end, or block the tool for good)."""
+    descriptor = workspace.open_beneath(real, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        kind = os.fstat(descriptor).st_mode
+        if stat.S_ISDIR(kind):
+            raise IsADirectoryError(real)
+        if not stat.S_ISREG(kind):
+            raise OSError(0, "not a regular file")
+        os.set_blocking(descriptor, True)
+        return os.fdopen(descriptor, "rb")
+    except BaseException:
+        os.close(descriptor)
+        raise
+
+
+def _why(error: OSError) -> str:
+    if isinstance(error, LinkOnTheWay):
+        return f"{error.strerror} (refused: it could lead outside the workspace)"
+    return error.strerror or str(error)
 
 
 def _numbered_window(
@@ -204,55 +229,78 @@ class WriteFileTool:
 
     async def run(self, arguments: Mapping[str, Any], context: ToolContext) -> ToolOutcome:
         path, content = text(arguments, "path"), text(arguments, "content")
-        match Workspace(context.workspace).resolve(path, for_writing=True):
+        workspace = Workspace(context.workspace)
+        match workspace.resolve(path, for_writing=True):
             case Failure(problem):
                 return refuse(problem, "outside the workspace")
             case Success(real):
                 pass
-        return await asyncio.to_thread(_write, real, path, content)
+        return await asyncio.to_thread(_write, workspace, real, path, content)
 
 
-def _write(real: str, shown: str, content: str) -> ToolResult:
-    existed = os.path.exists(real)
-    match _replace_file(real, content.encode("utf-8", errors="surrogateescape"), shown):
+def _write(workspace: Workspace, real: str, shown: str, content: str) -> ToolResult:
+    data = content.encode("utf-8", errors="surrogateescape")
+    match replace_file(workspace, real, data, shown):
         case Failure(problem):
             return refuse(problem)
+        case Success(existed):
+            pass
     lines = plural(content.count("\n") + (bool(content) and not content.endswith("\n")), "line")
-    size = plural(len(content.encode("utf-8", errors="surrogateescape")), "byte")
+    size = plural(len(data), "byte")
     how = "replaced" if existed else "created"
     return ToolResult(f"Wrote {lines} ({size}) to {shown} ({how}).", status=f"{how}, {lines}")
 
 
-def _replace_file(real: str, data: bytes, shown: str) -> Result[None, str]:
-    """Write ``data`` to ``real``; an existing file is replaced whole or not at all."""
-    if os.path.isdir(real):
-        return Failure(f"{shown} is a folder, not a file")
+def replace_file(workspace: Workspace, real: str, data: bytes, shown: str) -> Result[bool, str]:
+    """Write ``data`` to ``real`` whole or not at all; whether a file was there before.
+
+    The folders on the way are opened (and made) beneath the workspace's root without
+    following a symlink; the data goes to a new file beside the target, which then is
+    renamed over it: a crash or a full disk mid-write leaves no half file, new or old,
+    and a replaced file keeps its permissions.
+    """
     try:
-        os.makedirs(os.path.dirname(real), exist_ok=True)
-        if os.path.exists(real):
-            _replace_atomically(real, data)
-        else:
-            with open(real, "xb") as file:
-                file.write(data)
+        folder, name = workspace.folder_beneath(real, create=True)
     except PermissionError:
         return Failure(f"permission denied: cannot write {shown}")
     except OSError as error:
-        return Failure(f"cannot write {shown}: {error.strerror or error}")
-    return Success(None)
-
-
-def _replace_atomically(real: str, data: bytes) -> None:
-    """A crash or a full disk mid-write must not leave half a file: write beside, then
-    rename over it, with the old file's permissions."""
-    mode = os.stat(real).st_mode & 0o7777
-    handle, temporary = tempfile.mkstemp(dir=os.path.dirname(real), prefix=".treadle-")
+        return Failure(f"cannot write {shown}: {_why(error)}")
     try:
-        with os.fdopen(handle, "wb") as file:
-            file.write(data)
-        os.chmod(temporary, mode)
-        os.replace(temporary, real)
+        try:
+            before = os.stat(name, dir_fd=folder, follow_symlinks=False)
+        except FileNotFoundError:
+            before = None
+        if before is not None and stat.S_ISDIR(before.st_mode):
+            return Failure(f"{shown} is a folder, not a file")
+        if before is not None and stat.S_ISLNK(before.st_mode):
+            raise LinkOnTheWay(name)
+        _write_beside(folder, name, data, None if before is None else before.st_mode & 0o7777)
+    except PermissionError:
+        return Failure(f"permission denied: cannot write {shown}")
+    except OSError as error:
+        return Failure(f"cannot write {shown}: {_why(error)}")
+    finally:
+        os.close(folder)
+    return Success(before is not None)
+
+
+def _write_beside(folder: int, name: str, data: bytes, mode: int | None) -> None:
+    """A new file in ``folder`` with ``data``, renamed to ``name`` once it is whole."""
+    temporary = f".treadle-{os.urandom(6).hex()}.tmp"
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    descriptor = os.open(temporary, flags, 0o666 if mode is None else 0o600, dir_fd=folder)
+    try:
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(descriptor, view) :]
+            if mode is not None:
+                os.fchmod(descriptor, mode)
+        finally:
+            os.close(descriptor)
+        os.rename(temporary, name, src_dir_fd=folder, dst_dir_fd=folder)
     except BaseException:
-        os.unlink(temporary)
+        os.unlink(temporary, dir_fd=folder)
         raise
 
 
@@ -304,18 +352,21 @@ class EditFileTool:
             return refuse("old_string is empty: use write_file to create or replace a file")
         if old == new:
             return refuse("old_string and new_string are the same: nothing would change")
-        match Workspace(context.workspace).resolve(path, for_writing=True):
+        workspace = Workspace(context.workspace)
+        match workspace.resolve(path, for_writing=True):
             case Failure(problem):
                 return refuse(problem, "outside the workspace")
             case Success(real):
                 pass
         every = flag(arguments, "replace_all")
-        return await asyncio.to_thread(_edit, real, path, old, new, every)
+        return await asyncio.to_thread(_edit, workspace, real, path, old, new, every)
 
 
-def _edit(real: str, shown: str, old: str, new: str, every: bool) -> ToolResult:
+def _edit(
+    workspace: Workspace, real: str, shown: str, old: str, new: str, every: bool
+) -> ToolResult:
     try:
-        with open(real, "rb") as file:
+        with _open_to_read(workspace, real) as file:
             data = file.read()
     except FileNotFoundError:
         return refuse(f"no such file: {shown} (use write_file to create it)", "not found")
@@ -324,7 +375,7 @@ def _edit(real: str, shown: str, old: str, new: str, every: bool) -> ToolResult:
     except PermissionError:
         return refuse(f"permission denied: {shown}", "permission denied")
     except OSError as error:
-        return refuse(f"cannot read {shown}: {error.strerror or error}", "cannot read")
+        return refuse(f"cannot read {shown}: {_why(error)}", "cannot read")
     if _looks_binary(data[:BINARY_SNIFF]):
         return refuse(f"{shown} is a binary file: edit_file changes text files only", "binary")
     # Undecodable bytes survive the round trip untouched.
@@ -348,7 +399,7 @@ def _edit(real: str, shown: str, old: str, new: str, every: bool) -> ToolResult:
         )
     first_line = content.count("\n", 0, content.index(old)) + 1
     updated = content.replace(old, new) if every else content.replace(old, new, 1)
-    match _replace_file(real, updated.encode("utf-8", errors="surrogateescape"), shown):
+    match replace_file(workspace, real, updated.encode("utf-8", errors="surrogateescape"), shown):
         case Failure(problem):
             return refuse(problem)
     what = plural(count if every else 1, "occurrence")

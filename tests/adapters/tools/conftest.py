@@ -38,21 +38,23 @@ def tree(tmp_path: Path) -> Path:
     return workspace
 
 
+def make_context(tree: str | Path, **limits: int) -> ToolContext:
+    """What a tool is given, for a workspace ``tree`` with ``session`` beside it."""
+    return ToolContext(
+        workspace=str(tree),
+        session_dir=str(Path(tree).parent / "session"),
+        runner=SubprocessRunner(),
+        clock=FakeClock(),
+        limits=ToolLimits(default_timeout=30.0, **limits),  # type: ignore[arg-type]
+        emit=lambda event: None,
+        ask_question=no_answer,
+        until_stopped=never_stopped,
+    )
+
+
 @pytest.fixture
 def context(tree: Path) -> Callable[..., ToolContext]:
-    def make(**limits: int) -> ToolContext:
-        return ToolContext(
-            workspace=str(tree),
-            session_dir=str(tree.parent / "session"),
-            runner=SubprocessRunner(),
-            clock=FakeClock(),
-            limits=ToolLimits(default_timeout=30.0, **limits),  # type: ignore[arg-type]
-            emit=lambda event: None,
-            ask_question=no_answer,
-            until_stopped=never_stopped,
-        )
-
-    return make
+    return lambda **limits: make_context(tree, **limits)
 
 
 async def never_stopped() -> None:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import stat
+import subprocess
+import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -11,6 +13,7 @@ from typing import Any
 import pytest
 from returns.result import Failure, Success
 
+from tests.processes import ROOT
 from treadle.adapters.tools import (
     EditFileTool,
     ReadFileTool,
@@ -382,3 +385,44 @@ async def test_editing_refusals(
     assert result.is_error
     assert message in result.text
     assert read(tree.parent / "outside" / "secret.txt") == b"needle outside the workspace\n"
+
+
+# A write that fails midway -----------------------------------------------------
+
+# The child may write 64 KiB to a file, no more: the kernel then fails the write
+# (EFBIG), as a full disk would (ENOSPC).
+WRITE_WITH_A_SIZE_LIMIT = """
+import asyncio, resource, signal, sys
+from treadle.adapters.tools import WriteFileTool
+from tests.adapters.tools.conftest import make_context
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+resource.setrlimit(resource.RLIMIT_FSIZE, (65536, 65536))
+arguments = {"path": sys.argv[2], "content": "x" * 1_000_000}
+result = asyncio.run(WriteFileTool().run(arguments, make_context(sys.argv[1])))
+print(result.is_error, result.text)
+"""
+
+
+@pytest.mark.parametrize("path", ["new.txt", "README.md"])
+def test_a_write_that_fails_midway_leaves_no_half_file(tree: Path, path: str) -> None:
+    before = (tree / path).read_bytes() if (tree / path).exists() else None
+
+    child = subprocess.run(
+        [sys.executable, "-c", WRITE_WITH_A_SIZE_LIMIT, str(tree), path],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        check=True,
+    )
+
+    assert child.stdout.startswith(f"True cannot write {path}: File too large")
+    assert ((tree / path).read_bytes() if (tree / path).exists() else None) == before
+    assert [name for name in names(tree) if name.startswith(".treadle-")] == []
+
+
+async def test_a_named_pipe_is_refused_not_waited_on(context: Context, tree: Path) -> None:
+    os.mkfifo(tree / "pipe")
+
+    result = await call(ReadFileTool(), context(), path="pipe")
+
+    assert (result.is_error, result.text) == (True, "cannot read pipe: not a regular file")
