@@ -1,103 +1,175 @@
 """Keeping secrets out of everything treadle stores or shows.
 
-The values of secret-looking environment variables (names with KEY, TOKEN, SECRET or
-PASSWORD in them), the configured API key, and strings shaped like well-known API keys
-become ``[redacted]`` wherever they appear.
+The values of secret variables (:mod:`treadle.adapters.secret_names`: the names with
+KEY, TOKEN, SECRET, PASSWORD… in them, and URLs with a password), the configured API
+key, strings shaped like well-known API keys, and the password of any URL become
+``[redacted]`` wherever they appear.
+
+A value of 8 characters or more is redacted wherever it occurs. A shorter one (4 to 7
+characters) is redacted where it stands alone, not inside a longer word, unless it is a
+plain word or number (``false``, ``TRUE``, ``Yes``, ``1234``): those are settings
+(``TOKENIZERS_PARALLELISM=false``), and redacting them would redact ordinary text.
+Values shorter than 4 characters are not redacted.
 
 Example::
 
     >>> Redactor.from_environ({"MY_API_KEY": "sk-0123456789"}).redact("key=sk-0123456789")
     'key=[redacted]'
+    >>> Redactor.from_environ({"DB_PASS": "hunter2"}).redact("hunter2 hunter22")
+    '[redacted] hunter22'
 """
 
 from __future__ import annotations
 
+import codecs
 import dataclasses
 import json
 import re
-from collections.abc import Callable, Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from typing import Any, TypeVar
 
+from treadle.adapters.secret_names import URL_PASSWORD, is_secret, url_password
 from treadle.domain.values.events import AnswerDelta, TurnEvent
 from treadle.domain.values.tools import ApprovalAnswer, ApprovalRequest
 from treadle.ports.terminal import Terminal
 
 REDACTED = "[redacted]"
 MIN_SECRET_LENGTH = 8
-"""Shorter values (``TOKENIZERS_PARALLELISM=false``) would redact ordinary words."""
-
-SECRET_NAME = re.compile("KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL", re.IGNORECASE)
+"""Values this long are redacted wherever they occur."""
+MIN_SHORT_SECRET = 4
+"""Shorter values than MIN_SECRET_LENGTH, down to this, only where they stand alone."""
 
 KEY_SHAPES: dict[str, str] = {
-    "OpenAI / Anthropic": r"\bsk-(?:ant-|proj-)?[A-Za-z0-9_-]{20,}",
-    "GitHub": r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{40,})",
-    "Slack": r"\bxox[abpr]-[A-Za-z0-9-]{10,}",
-    "AWS access key": r"\bAKIA[0-9A-Z]{16}\b",
-    "Google API key": r"\bAIza[0-9A-Za-z_-]{35}",
+    "OpenAI / Anthropic": r"sk-(?:ant-|proj-)?[A-Za-z0-9_-]{20,}",
+    "GitHub": r"(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{40,})",
+    "Slack": r"xox[abpr]-[A-Za-z0-9-]{10,}",
+    "AWS access key": r"AKIA[0-9A-Z]{16}(?![A-Za-z0-9_])",
+    "Google API key": r"AIza[0-9A-Za-z_-]{35}",
 }
 """Keys recognised by their shape even when no variable holds them (one pasted in a
-task, printed from a file)."""
+task, printed from a file); each must start a word. Passwords in URLs are recognised
+too (:data:`URL_PASSWORD`: only the password is replaced)."""
 
-SHAPE_STARTS = ("sk-", "gh", "github_pat_", "xox", "AKIA", "AIza")
-"""Every key shape starts with one of these: text without any needs no regex search."""
+HOLD_LONGEST = 512
+"""The most a stream holds back while its end could still grow into a key shape."""
+
+_WORD = "A-Za-z0-9_"
+_SHAPE_TAIL = re.compile(
+    "(?:"
+    + "|".join(
+        [rf"(?<![{_WORD}])(?:sk-|gh|github_pat_|xox|AKIA|AIza)[{_WORD}-]*"]
+        + [
+            rf"(?<![{_WORD}]){re.escape(start[:size])}"
+            for start in ("sk-", "github_pat_", "xox", "AKIA", "AIza")
+            for size in range(1, len(start))
+        ]
+        + [r":(?://[^\s/@]*|/)?"]
+    )
+    + r")\Z"
+)
+"""The end of a text that could be the start of a key shape or of a URL's password."""
 
 T = TypeVar("T")
 
 
+def _plain_word_or_number(value: str) -> bool:
+    letters = value.isascii() and value.isalpha()
+    return value.isdigit() or (letters and (value.islower() or value.isupper() or value.istitle()))
+
+
+def _is_word_char(char: str) -> bool:
+    return char.isascii() and (char.isalnum() or char == "_")
+
+
 class Redactor:
-    """Replaces each known secret value, and each key-shaped string, by ``[redacted]``."""
+    """Replaces each known secret value, and each key-shaped string, by ``[redacted]``.
+
+    One regular expression finds them all; it begins with no lookbehind, so the
+    engine skips quickly to the characters that can start one, and whether a match
+    starts a word (key shapes, short values) is checked after it is found.
+    """
 
     def __init__(self, secrets: Iterable[str] = (), *, shapes: Collection[str] = ()) -> None:
-        self.secrets = tuple(
-            sorted({s for s in secrets if len(s) >= MIN_SECRET_LENGTH}, key=lambda s: (-len(s), s))
-        )
+        kept = {
+            s
+            for s in secrets
+            if len(s) >= MIN_SECRET_LENGTH
+            or (len(s) >= MIN_SHORT_SECRET and not _plain_word_or_number(s))
+        }
         # Longest first, so a secret that contains another is replaced whole.
-        patterns = [re.escape(s) for s in self.secrets] + list(shapes)
+        self.secrets = tuple(sorted(kept, key=lambda s: (-len(s), s)))
+        self._anywhere = frozenset(s for s in self.secrets if len(s) >= MIN_SECRET_LENGTH)
+        patterns = [
+            re.escape(s) if s in self._anywhere else re.escape(s) + rf"(?![{_WORD}])"
+            for s in self.secrets
+        ]
+        patterns += [*shapes, URL_PASSWORD] if shapes else []
+        # One flat alternation: a group around some of it would slow the search threefold.
         self._pattern = re.compile("|".join(patterns)) if patterns else None
-        self._shape_starts = SHAPE_STARTS if shapes else ()
-        # Substring tests are much quicker than the pattern: most text has no secret.
         # JSON writes a secret with its quotes, backslashes and controls escaped.
         escaped = {json.dumps(s, ensure_ascii=False)[1:-1] for s in self.secrets}
-        self._needles = tuple(self.secrets)
-        self._json_needles = tuple(escaped | set(self.secrets))
+        self._json_needles = tuple(escaped - set(self.secrets))
         self._first_chars = frozenset(s[0] for s in self.secrets)
         self._longest = max((len(s) for s in self.secrets), default=0)
+        self._shapes = bool(shapes)
 
     @classmethod
     def from_environ(cls, environ: Mapping[str, str], *, also: Iterable[str] = ()) -> Redactor:
-        """Secrets from ``environ``: secret-looking names, plus the variables named in ``also``."""
+        """Secrets from ``environ``: secret variables (and the passwords of URLs in them),
+        plus the variables named in ``also``."""
         names = set(also)
-        values = [
-            value
-            for name, value in environ.items()
-            if value and (name in names or SECRET_NAME.search(name))
-        ]
+        values: list[str] = []
+        for name, value in environ.items():
+            if value and (name in names or is_secret(name, value)):
+                values.append(value)
+                if (password := url_password(value)) is not None:
+                    values.append(password)
         return cls(values, shapes=tuple(KEY_SHAPES.values()))
 
+    def _found(self, text: str, start: int = 0) -> Iterator[tuple[int, int]]:
+        """The spans to replace, left to right."""
+        if self._pattern is None:
+            return
+        search = self._pattern.search
+        while (match := search(text, start)) is not None:
+            begin, end = match.span()
+            if match.lastgroup == "password":
+                yield match.span("password")
+            elif begin and _is_word_char(text[begin - 1]) and match.group() not in self._anywhere:
+                # A key shape or a short value must start a word: not this one, but
+                # maybe one that starts inside it.
+                start = begin + 1
+                continue
+            else:
+                yield begin, end
+            start = max(end, begin + 1)
+
     def redact(self, text: str) -> str:
-        if self._pattern is None or not self._may_hold(text, self._needles):
+        pieces: list[str] = []
+        kept = 0
+        for begin, end in self._found(text):
+            pieces += [text[kept:begin], REDACTED]
+            kept = end
+        if not pieces:
             return text
-        return self._pattern.sub(REDACTED, text)
+        pieces.append(text[kept:])
+        return "".join(pieces)
 
     __call__ = redact
 
     def found_in_json(self, line: str) -> bool:
         """Whether a line of JSON may hold a secret: the quick test before redacting."""
-        return self._may_hold(line, self._json_needles)
-
-    def _may_hold(self, text: str, needles: tuple[str, ...]) -> bool:
-        if any(needle in text for needle in needles):
+        if any(needle in line for needle in self._json_needles):
             return True
-        return any(start in text for start in self._shape_starts) and bool(
-            self._pattern and self._pattern.search(text)
-        )
+        return next(self._found(line), None) is not None
 
     def releasable(self, text: str) -> int:
         """How much of ``text`` a stream can let out now; the rest waits for more.
 
         A stream shows text before it knows what follows: an end that could be the
-        start of a secret, or a secret that could still grow into a longer one, waits
-        for the next piece, so a secret split across pieces is still caught whole.
+        start of a secret or of a key shape, or a secret that could still grow into a
+        longer one, waits for the next piece, so a secret split across pieces is still
+        caught whole.
         """
         cut = len(text)
         for index in range(max(0, len(text) - self._longest + 1), len(text)):
@@ -106,15 +178,47 @@ class Redactor:
                 if any(len(s) > len(tail) and s.startswith(tail) for s in self.secrets):
                     cut = index
                     break
-        if self._pattern is not None and cut < len(text):
-            for match in self._pattern.finditer(text):
-                if match.start() < cut < match.end():
-                    return match.start()
+        if self._shapes:
+            window = max(0, len(text) - HOLD_LONGEST)
+            held = _SHAPE_TAIL.search(text, window)
+            if held is not None and held.start() < cut and (held.start() > window or not window):
+                cut = held.start()
+        if cut < len(text):
+            for begin, end in self._found(text, max(0, cut - HOLD_LONGEST)):
+                if begin < cut < end:
+                    return begin
+                if begin >= cut:
+                    break
         return cut
 
     def redact_value(self, value: T) -> T:
         """``value`` with every string inside it redacted (frozen dataclasses, tuples)."""
         return _redact_value(value, self.redact)  # type: ignore[no-any-return]
+
+
+class StreamRedactor:
+    """Redacts a stream of bytes piece by piece, before any of it reaches a file.
+
+    What :meth:`feed` returns is clean; an end that could still be (or grow into) a
+    secret waits for the next piece, or for :meth:`finish`. Bytes that are not UTF-8
+    come out exactly as they went in.
+    """
+
+    def __init__(self, redactor: Redactor) -> None:
+        self._redactor = redactor
+        self._decoder = codecs.getincrementaldecoder("utf-8")("surrogateescape")
+        self._pending = ""
+
+    def feed(self, data: bytes) -> bytes:
+        text = self._pending + self._decoder.decode(data)
+        cut = self._redactor.releasable(text)
+        self._pending = text[cut:]
+        return self._redactor.redact(text[:cut]).encode("utf-8", "surrogateescape")
+
+    def finish(self) -> bytes:
+        text = self._pending + self._decoder.decode(b"", final=True)
+        self._pending = ""
+        return self._redactor.redact(text).encode("utf-8", "surrogateescape")
 
 
 def _redact_value(value: Any, redact: Callable[[str], str]) -> Any:

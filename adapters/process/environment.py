@@ -1,14 +1,14 @@
-"""The environment a command runs in: the user's, minus what looks like a secret."""
+"""The environment a command runs in: the user's, minus what looks like a secret.
+
+What looks like a secret is :mod:`treadle.adapters.secret_names`' rule, the one the
+redactor keeps out of transcripts and the screen too.
+"""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Collection, Mapping
 
-SECRET_WORDS = ("KEY", "TOKEN", "SECRET", "PASSWORD")
-"""A variable whose name contains one of these (any case) is not passed on."""
-
-_SECRET_NAME = re.compile("|".join(SECRET_WORDS), re.IGNORECASE)
+from treadle.adapters.secret_names import is_secret, looks_secret
 
 NON_INTERACTIVE = {
     "CI": "1",
@@ -18,14 +18,18 @@ NON_INTERACTIVE = {
 }
 """Nothing the command starts should wait for a person: stdin is closed anyway."""
 
+__all__ = [
+    "NON_INTERACTIVE",
+    "RUN_MARKER_PREFIX",
+    "child_environment",
+    "looks_secret",
+    "run_marker",
+]
+
 RUN_MARKER_PREFIX = "TREADLE_RUN_"
 """Every run tags its environment with ``TREADLE_RUN_<id>=1``; descendants inherit it,
 so cleanup can find the ones that left the process group. A name per run (rather than
 one variable) keeps the tags of an enclosing treadle run too."""
-
-
-def looks_secret(name: str) -> bool:
-    return _SECRET_NAME.search(name) is not None
 
 
 def run_marker(run_id: str) -> str:
@@ -45,7 +49,7 @@ def child_environment(
     environment = {
         name: value
         for name, value in inherited.items()
-        if (name in passthrough or not looks_secret(name)) and name != "PWD"
+        if (name in passthrough or not is_secret(name, value)) and name != "PWD"
     }
     environment.update(NON_INTERACTIVE)
     environment.update(extra)

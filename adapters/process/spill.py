@@ -6,13 +6,11 @@ import contextlib
 import os
 import time
 
-from treadle.adapters.redact import Redactor
+from treadle.adapters.redact import Redactor, StreamRedactor
 from treadle.domain.rules.output_bound import OutputBound
 
 SPILL_CAP = 64 * 1024 * 1024
 """A runaway command can print without end; the saved copy stops at this size."""
-
-REDACT_BLOCK = 1024 * 1024
 
 
 class OutputSpill:
@@ -21,13 +19,14 @@ class OutputSpill:
     Nothing is created while the output fits the bound; when it first outgrows it,
     the file is opened, given what the bound still holds whole, and then every chunk,
     up to ``cap`` bytes. A failure to write gives up saving, never the command.
-    With a ``redactor``, secrets are taken out of the file when it is closed.
+    With a ``redactor``, secrets are taken out before the bytes are written: a kill
+    at any moment leaves a file without them.
     """
 
     def __init__(self, folder: str, cap: int = SPILL_CAP, redactor: Redactor | None = None) -> None:
         self._folder = folder
         self._cap = cap
-        self._redactor = redactor
+        self._stream = StreamRedactor(redactor) if redactor is not None else None
         self._file: int | None = None
         self._written = 0
         self.path: str | None = None
@@ -57,36 +56,11 @@ class OutputSpill:
 
     def close(self) -> None:
         if self._file is not None:
-            os.close(self._file)
-            self._file = None
-            if self._redactor is not None and self.path is not None:
-                self._redact_file(self.path, self._redactor)
-
-    def _redact_file(self, path: str, redactor: Redactor) -> None:
-        """Rewrite the file block by block with its secrets replaced; memory stays flat.
-
-        ``surrogateescape`` keeps bytes that are not UTF-8 exactly as they were, and
-        the end of each block that could begin a secret waits for the next block.
-        """
-        cleaned = path + ".redacting"
-        try:
-            with open(path, "rb") as source, open(cleaned, "wb") as target:
-                pending = ""
-                while block := source.read(REDACT_BLOCK):
-                    pending += block.decode("utf-8", "surrogateescape")
-                    cut = redactor.releasable(pending)
-                    target.write(redactor.redact(pending[:cut]).encode("utf-8", "surrogateescape"))
-                    pending = pending[cut:]
-                target.write(redactor.redact(pending).encode("utf-8", "surrogateescape"))
-            os.chmod(cleaned, 0o600)
-            os.replace(cleaned, path)
-        except OSError as error:
-            # Unredacted output must not stay behind.
-            self.problem = error.strerror or str(error)
-            for leftover in (cleaned, path):
-                with contextlib.suppress(OSError):
-                    os.unlink(leftover)
-            self.path = None
+            if self._stream is not None:
+                self._put(self._stream.finish())
+            if self._file is not None:
+                os.close(self._file)
+                self._file = None
 
     def _open(self) -> None:
         name = f"output-{time.strftime('%Y%m%d-%H%M%S')}-{os.urandom(4).hex()}.log"
@@ -106,6 +80,12 @@ class OutputSpill:
         if len(data) > room:
             data = data[:room]
             self.capped = True
+        self._written += len(data)
+        self._put(self._stream.feed(data) if self._stream is not None else data)
+
+    def _put(self, data: bytes) -> None:
+        if self._file is None:
+            return
         try:
             view = memoryview(data)
             while view:
@@ -113,13 +93,12 @@ class OutputSpill:
         except OSError as error:
             # A partial copy named as "the full output" would mislead: remove it.
             self.problem = error.strerror or str(error)
-            self.close()
+            os.close(self._file)
+            self._file = None
             if self.path is not None:
                 with contextlib.suppress(OSError):
                     os.unlink(self.path)
                 self.path = None
-            return
-        self._written += len(data)
 
 
 def _size(count: int) -> str:

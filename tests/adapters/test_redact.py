@@ -7,6 +7,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from treadle.adapters.fakes import RecordingTerminal
+from treadle.adapters.jsonl_transcript import JsonlTranscript, read_transcript
+from treadle.adapters.process.environment import child_environment
 from treadle.adapters.redact import (
     REDACTED,
     EventRedactor,
@@ -116,3 +118,104 @@ async def test_the_screen_never_shows_or_asks_about_a_secret() -> None:
     everything = repr(inner.events) + repr(inner.approval_requests) + repr(inner.questions)
     assert SECRET not in everything
     assert screen.events == inner.events  # the rest is the inner terminal's
+
+
+# One rule for secret names, shared with the commands' environment --------------------
+
+SECRET_VARIABLES = {
+    "MY_API_KEY": "s3cr3t-value-1",
+    "DB_PASSWD": "pa55w0rd-long",
+    "GOOGLE_CREDENTIALS": "cred-0123456789",
+    "SMTP_PASS": "hunter2",
+    "MYSQL_PWD": "Xy7!pq",
+    "BASIC_AUTH": "user:pa55",
+    "DATABASE_URL": "postgres://app:hunter3@db:5432/app",
+}
+PLAIN_VARIABLES = {
+    "HOME": "/home/someone",
+    "PWD": "/src/project",
+    "PASSAGE_COUNT": "Xy7!pq-ordinary",
+    "GIT_AUTHOR_NAME": "Ada Lovelace",
+    "SITE_URL": "https://example.com/app",
+}
+
+
+@pytest.mark.parametrize("name", list(SECRET_VARIABLES))
+def test_commands_never_see_what_the_redactor_hides(name: str) -> None:
+    value = SECRET_VARIABLES[name]
+    environment = child_environment({name: value}, passthrough=(), extra={}, run_id="r")
+    shown = Redactor.from_environ({name: value}).redact(f"it is {value} here")
+
+    assert name not in environment
+    assert value not in shown
+
+
+@pytest.mark.parametrize("name", list(PLAIN_VARIABLES))
+def test_ordinary_variables_reach_commands_and_stay_readable(name: str) -> None:
+    value = PLAIN_VARIABLES[name]
+    environment = child_environment({name: value}, passthrough=(), extra={}, run_id="r")
+    shown = Redactor.from_environ({name: value}).redact(f"it is {value} here")
+
+    assert (name in environment) is (name != "PWD")  # PWD is the command's own folder
+    assert shown == f"it is {value} here"
+
+
+def test_the_password_of_any_url_is_redacted() -> None:
+    redactor = Redactor.from_environ({})
+
+    text = redactor.redact("clone https://bob:tok3n-xyz@git.example.com/r.git or ftp://a@b/c")
+
+    assert text == f"clone https://bob:{REDACTED}@git.example.com/r.git or ftp://a@b/c"
+
+
+# Short values ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("value", "text", "shown"),
+    [
+        ("hunter2", "pw hunter2, not hunter22", f"pw {REDACTED}, not hunter22"),
+        ("Xy7!", "login Xy7! now", f"login {REDACTED} now"),
+        ("false", "parallel false", "parallel false"),  # a plain word: a setting
+        ("TRUE", "is TRUE", "is TRUE"),
+        ("Never", "Never mind", "Never mind"),
+        ("4096", "4096 bytes", "4096 bytes"),  # a plain number
+        ("ab1", "ab1 stays", "ab1 stays"),  # under four characters
+    ],
+)
+def test_short_values_of_secret_variables_are_redacted_where_they_stand_alone(
+    value: str, text: str, shown: str
+) -> None:
+    assert Redactor.from_environ({"APP_TOKEN": value}).redact(text) == shown
+
+
+# Key shapes split across deltas --------------------------------------------------------
+
+SHAPED = "sk-ant-" + "a1B2c3D4e5F6g7H8i9J0k1L2"
+
+
+@given(st.lists(st.integers(min_value=0, max_value=70), min_size=1, max_size=5))
+def test_a_key_shape_split_anywhere_never_reaches_the_screen_whole(cuts: list[int]) -> None:
+    text = f"use {SHAPED} or https://me:pa55-word@h.io/x now"
+    points = sorted({min(c, len(text)) for c in cuts} | {0, len(text)})
+    inner = RecordingTerminal()
+    screen = RedactingTerminal(inner, Redactor.from_environ({}))
+    for a, b in itertools.pairwise(points):
+        if b > a:
+            screen.show(AnswerDelta(text[a:b]))
+    screen.show(ResponseReceived(1, text, (), Usage(), "end_turn"))
+    shown = "".join(e.text for e in inner.events if isinstance(e, AnswerDelta))
+    assert shown == f"use {REDACTED} or https://me:{REDACTED}@h.io/x now"
+
+
+def test_a_key_shape_split_across_deltas_is_kept_out_of_the_transcript(tmp_path) -> None:
+    transcript = JsonlTranscript(tmp_path / "t.jsonl", redact=Redactor.from_environ({}))
+    for piece in ("the key: " + SHAPED[:9], SHAPED[9:20], SHAPED[20:] + " ok"):
+        transcript.record(AnswerDelta(piece))
+    transcript.record(ResponseReceived(1, "", (), Usage(), "end_turn"))
+    transcript.close()
+
+    saved = (tmp_path / "t.jsonl").read_text()
+    deltas = [e.text for e in read_transcript(tmp_path / "t.jsonl") if isinstance(e, AnswerDelta)]
+    assert SHAPED not in saved and SHAPED[:12] not in saved
+    assert "".join(deltas) == f"the key: {REDACTED} ok"
