@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 from treadle import __version__
 
-SUBCOMMANDS = ("replay", "sessions", "config", "mcp", "context")
+SUBCOMMANDS = ("replay", "sessions", "config", "mcp", "context", "trust")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -22,7 +22,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog="treadle",
         description="A terminal coding agent: the model asks, the tools run, until it answers.",
         epilog="Also: treadle replay TRANSCRIPT [--check] [--recorded-tools] · "
-        "treadle sessions · treadle config · treadle mcp · treadle context",
+        "treadle sessions · treadle config · treadle mcp · treadle context · "
+        "treadle trust [FOLDER]",
     )
     parser.add_argument("task", nargs="?", help="the task for one turn (none: interactive)")
     parser.add_argument("--model", help="PROVIDER:NAME (openai:gpt-4.1, anthropic:…) or demo")

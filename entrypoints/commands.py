@@ -1,5 +1,5 @@
-"""``treadle replay``, ``treadle sessions``, ``treadle config``, ``treadle mcp`` and
-``treadle context``.
+"""``treadle replay``, ``treadle sessions``, ``treadle config``, ``treadle mcp``,
+``treadle context`` and ``treadle trust``.
 
 ``run_subcommand(["replay", "t.jsonl", "--check"])`` returns the exit code: 0 when the
 replay made every recorded request, 1 (with ``--check``) at the first divergence, 2
@@ -51,6 +51,10 @@ def build_parser() -> argparse.ArgumentParser:
     mcp.add_argument("--workspace")
     context = commands.add_parser("context", help="the project instructions the model gets")
     context.add_argument("--workspace")
+    trust = commands.add_parser(
+        "trust", help="let this folder's .treadle.toml set its server, key and approvals"
+    )
+    trust.add_argument("folder", nargs="?", default=".", help="the folder (default: here)")
     return parser
 
 
@@ -70,6 +74,8 @@ def run_subcommand(argv: Sequence[str], out: TextIO | None = None) -> int:
             from treadle.entrypoints.project_context import show_context
 
             return show_context(args, out)
+        if args.command == "trust":
+            return trust(args.folder, out)
         return asyncio.run(replay(args, out))
     except ConfigError as error:
         print(f"treadle: {error}", file=sys.stderr)
@@ -117,6 +123,24 @@ def show_config(args: argparse.Namespace, out: TextIO) -> int:
     app = load_config(flags=flag_values(args), environ=os.environ)
     for line in describe_config(app, os.environ):
         print(line, file=out)
+    return 0
+
+
+# trust -----------------------------------------------------------------------------
+
+
+def trust(folder: str, out: TextIO) -> int:
+    """Trust ``folder``: its project file may set what could send the key elsewhere."""
+    from treadle.entrypoints.config import trust_folder
+
+    if not os.path.isdir(folder):
+        raise ConfigError(f"{folder}: no such folder")
+    try:
+        record = trust_folder(folder, os.environ)
+    except OSError as error:
+        where = error.filename or "the config folder"
+        raise ConfigError(f"cannot record the trust in {where}: {error.strerror}") from None
+    print(f"Trusted {os.path.realpath(folder)} (recorded in {record})", file=out)
     return 0
 
 

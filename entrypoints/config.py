@@ -3,7 +3,9 @@
 Layers, later ones winning: the defaults, the user file (``config.toml`` in the
 platform's config folder, or ``$TREADLE_CONFIG_DIR``), the project file
 (``.treadle.toml`` in the workspace), ``TREADLE_*`` environment variables, then flags.
-A resumed session's model, server and folder sit just below the flags.
+A resumed session's model, server and folder sit just below the flags. A project file
+sets what could send the key elsewhere or lower safety only in a folder the user has
+trusted (``treadle trust``); elsewhere those values are held back and said so.
 
 Example::
 
@@ -69,10 +71,12 @@ class AppConfig:
     """Each server's table, merged key by key across the layers."""
     mcp_allowed: tuple[str, ...] = ()
     origins: dict[str, str] = field(default_factory=dict, compare=False)
+    held_back: tuple[str, ...] = field(default=(), compare=False)
+    """Keys the project file set in a folder not trusted, so left out (issue 15)."""
 
     def with_values(self, values: Mapping[str, Any], origin: str) -> AppConfig:
         """A copy with ``values`` set, remembering ``origin`` for each key."""
-        known = {f.name for f in fields(self)} - {"origins"}
+        known = {f.name for f in fields(self)} - {"origins", "held_back"}
         unknown = set(values) - known
         if unknown:
             raise ValueError(f"{origin}: unknown key {sorted(unknown)[0]!r}")
@@ -345,6 +349,56 @@ def project_config_path(workspace: str) -> Path:
     return Path(workspace) / PROJECT_FILE
 
 
+# Project trust (issue 15) -----------------------------------------------------------
+# A repository's .treadle.toml must not send the user's key to another server, name
+# another variable to send, let secrets or commands through, or run a scripted model
+# without asking: those values count only in a folder the user has trusted once.
+
+TRUST_FILE = "trusted-folders"
+"""In the user's config folder: the real paths of trusted folders, one a line."""
+
+
+def needs_trust(key: str, value: object) -> bool:
+    """Whether a project file may set ``key`` to ``value`` only in a trusted folder."""
+    if key in ("base_url", "key_env", "env_passthrough", "allowed_prefixes"):
+        return True
+    if key == "approval":
+        return value == "auto"
+    return key == "model" and isinstance(value, str) and value.startswith("script:")
+
+
+def trusted_folders_path(environ: Mapping[str, str]) -> Path:
+    return user_config_path(environ).parent / TRUST_FILE
+
+
+def is_trusted(workspace: str, environ: Mapping[str, str]) -> bool:
+    try:
+        lines = trusted_folders_path(environ).read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError):
+        return False
+    return os.path.realpath(workspace) in lines
+
+
+def trust_folder(workspace: str, environ: Mapping[str, str]) -> Path:
+    """Trust ``workspace`` from now on; the file that records it. Raises OSError."""
+    path = trusted_folders_path(environ)
+    if not is_trusted(workspace, environ):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with path.open("a", encoding="utf-8") as trusted:
+            trusted.write(os.path.realpath(workspace) + "\n")
+    return path
+
+
+def _trusted_values(
+    values: dict[str, Any], workspace: str, environ: Mapping[str, str]
+) -> tuple[dict[str, Any], tuple[str, ...]]:
+    """The project file's values that count here, and the keys held back."""
+    held = tuple(key for key, value in values.items() if needs_trust(key, value))
+    if not held or is_trusted(workspace, environ):
+        return values, ()
+    return {key: value for key, value in values.items() if key not in held}, held
+
+
 def read_file_values(path: Path) -> dict[str, Any]:
     """The checked values of one TOML file; {} when there is none."""
     try:
@@ -428,7 +482,8 @@ def load_config(
     user = user_config_path(environ)
     app = app.with_values(read_file_values(user), f"user file {user}")
     project = project_config_path(workspace)
-    app = app.with_values(read_file_values(project), f"project file {project}")
+    kept, held = _trusted_values(read_file_values(project), workspace, environ)
+    app = replace(app.with_values(kept, f"project file {project}"), held_back=held)
     for key, (value, name) in read_env_values(environ).items():
         app = app.with_values({key: value}, f"env {name}")
     if session_id:
@@ -492,11 +547,23 @@ def describe_config(app: AppConfig, environ: Mapping[str, str]) -> list[str]:
     width = max(len(key) for key, _, _ in rows)
     value_width = min(40, max(len(value) for _, value, _ in rows))
     lines += [f"{key:<{width}}  {value:<{value_width}}  {origin}" for key, value, origin in rows]
+    if app.held_back:
+        lines += ["", held_back_warning(app)]
     key_env = app.key_env or _default_key_env(app.model)
     if key_env:
         state = "set" if environ.get(key_env) else "not set"
         lines += ["", f"API key: ${key_env} is {state}"]
     return lines
+
+
+def held_back_warning(app: AppConfig) -> str:
+    """The line that says which project settings were left out, and how to let them in."""
+    project = project_config_path(app.workspace)
+    return (
+        f"{project} sets {', '.join(app.held_back)}: ignored, as this folder is not trusted "
+        f"(a repository could send your key elsewhere); if it is yours: treadle trust "
+        f"{os.path.realpath(app.workspace)}"
+    )
 
 
 def _value_text(key: str, value: object) -> str:

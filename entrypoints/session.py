@@ -89,6 +89,10 @@ def run_session(args: argparse.Namespace) -> int:
 
         print(f"treadle: {Redactor.from_environ(os.environ).redact(str(error))}", file=sys.stderr)
         return 2
+    if app.held_back:
+        from treadle.entrypoints.config import held_back_warning
+
+        print(f"treadle: {held_back_warning(app)}", file=sys.stderr)
     session_path = state_dir() / "sessions" / session_id
     # A command line's bytes that are not UTF-8 arrive as lone surrogates; made
     # well-formed here, they cannot break the transcript, the screen or a tool.
