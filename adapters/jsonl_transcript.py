@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from collections.abc import Callable, Iterator
@@ -39,14 +40,27 @@ class JsonlTranscript:
         if events:
             self._write(events)
 
-    def _write(self, events: list[TurnEvent]) -> None:
+    def open(self) -> None:
+        """Open the file for appending now (a torn end mended); OSError if it cannot be."""
         if self._file is None:
             _mend_torn_end(self.path)
             # Text is made well-formed where it comes in; should a lone surrogate
             # still reach here, it is written escaped rather than lose the session.
             self._file = self.path.open("a", encoding="utf-8", errors="backslashreplace")
+
+    def _write(self, events: list[TurnEvent]) -> None:
+        self.open()
+        assert self._file is not None
         self._file.write("".join(self._line(event) + "\n" for event in events))
         self._file.flush()
+
+    def abandon(self) -> None:
+        """Stop writing after a failed write: what is held back is dropped, not retried."""
+        self._events = None
+        file, self._file = self._file, None
+        if file is not None:
+            with contextlib.suppress(OSError):
+                file.close()
 
     def _line(self, event: TurnEvent) -> str:
         record = event_to_record(event)
@@ -79,7 +93,9 @@ def _redacted(value: Any, redact: Callable[[str], str]) -> Any:
 
 
 def _mend_torn_end(path: Path) -> None:
-    """Make the file end at a line break: drop a torn last line, keep a whole one."""
+    """Make the file end at a line break: drop a torn last line, keep a whole one.
+
+    Only what begins like a record is a torn line; other bytes are not cut away."""
     try:
         size = path.stat().st_size
     except FileNotFoundError:
@@ -101,8 +117,9 @@ def _mend_torn_end(path: Path) -> None:
         if _is_record(last):
             file.seek(size)
             file.write(b"\n")
-        else:
+        elif _starts_a_record(last.decode("utf-8", "replace")):
             file.truncate(tail_start + newline + 1)
+        # Anything else is damage, not a torn write: left as it is, for reading to refuse.
 
 
 def _is_record(line: bytes) -> bool:
@@ -120,16 +137,34 @@ class TranscriptDamaged(ValueError):
 def read_transcript(path: str | Path) -> Iterator[TurnEvent]:
     """The events of a transcript, skipping a torn last line (a kill mid-write).
 
-    A bad line anywhere else is a :class:`TranscriptDamaged` naming its line number.
+    A torn line is the start of a record cut short: it begins like one and holds no
+    NUL byte. Anything else that cannot be read, a record of the wrong shape, or a
+    file with no event at all, is a :class:`TranscriptDamaged` naming its line number.
     """
     lines = Path(path).read_text(encoding="utf-8", errors="replace").split("\n")
     last = len(lines) - 1
+    found = False
     for number, line in enumerate(lines):
         if not line.strip():
             continue
         try:
-            yield record_to_event(json.loads(line))
-        except (ValueError, RecursionError) as error:  # JSONDecodeError is a ValueError
-            if number == last:  # no newline after it: the write was cut short
-                return
+            record = json.loads(line)
+        except json.JSONDecodeError as error:
+            if number == last and _starts_a_record(line):  # the write was cut short
+                break
+            raise TranscriptDamaged(f"{path}:{number + 1}: not a record: {error}") from None
+        except RecursionError:
+            raise TranscriptDamaged(f"{path}:{number + 1}: nested too deeply") from None
+        try:
+            event = record_to_event(record)
+        except (ValueError, RecursionError) as error:
             raise TranscriptDamaged(f"{path}:{number + 1}: {error}") from None
+        found = True
+        yield event
+    if not found and any(line.strip() for line in lines):
+        raise TranscriptDamaged(f"{path}:1: no event can be read from it")
+
+
+def _starts_a_record(line: str) -> bool:
+    start = '{"type": "'  # how every record begins
+    return "\0" not in line and line[: len(start)] == start[: len(line)]

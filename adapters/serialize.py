@@ -15,6 +15,7 @@ import dataclasses
 import enum
 import functools
 import re
+import types
 import typing
 from collections.abc import Mapping
 from typing import Any, get_args, get_origin
@@ -50,12 +51,21 @@ def _plain(value: Any) -> Any:
 
 
 def record_to_event(record: Mapping[str, Any]) -> TurnEvent:
-    """Rebuild an event; raises ValueError for an unknown type or bad fields."""
+    """Rebuild an event; raises ValueError for an unknown type or a field of the wrong type
+    (a message that is a number, ``tool_calls`` an object), naming the field."""
+    if not isinstance(record, Mapping):
+        raise ValueError(f"a record must be an object, not {_kind_of(record)}")
     kind = EVENT_BY_NAME.get(str(record.get("type")))
     if kind is None:
         raise ValueError(f"unknown event type {record.get('type')!r}")
     fields = {k: v for k, v in record.items() if k != "type"}
-    return typing.cast(TurnEvent, _build(kind, fields))
+    return typing.cast(TurnEvent, _build(kind, fields, NAME_OF_EVENT[kind]))
+
+
+def _kind_of(value: Any) -> str:
+    names = {dict: "an object", list: "a list", str: "a string", bool: "true or false"}
+    names |= {int: "a number", float: "a number", type(None): "null"}
+    return names.get(type(value), type(value).__name__)
 
 
 @functools.cache
@@ -66,19 +76,51 @@ def _field_types(kind: type[Any]) -> dict[str, Any]:
     )
 
 
-def _build(kind: Any, value: Any) -> Any:
+def _build(kind: Any, value: Any, where: str) -> Any:
+    """``value`` (from JSON) as ``kind``; ValueError saying where it is not."""
     if dataclasses.is_dataclass(kind) and isinstance(kind, type):
+        if not isinstance(value, Mapping):
+            raise ValueError(f"{where}: must be an object, not {_kind_of(value)}")
         hints = _field_types(kind)
+        unknown = sorted(set(value) - set(hints))
+        if unknown:
+            raise ValueError(f"{where}: unknown field {unknown[0]!r}")
+        built = {name: _build(hints[name], item, f"{where}.{name}") for name, item in value.items()}
         try:
-            return kind(**{name: _build(hints[name], item) for name, item in value.items()})
-        except (TypeError, KeyError) as error:
-            raise ValueError(f"bad fields for {kind.__name__}: {error}") from None
+            return kind(**built)
+        except TypeError as error:  # a required field is missing
+            raise ValueError(f"{where}: {error}") from None
     if isinstance(kind, type) and issubclass(kind, enum.Enum):
-        return kind(value)
-    if get_origin(kind) is tuple:
-        item_kind = get_args(kind)[0]
-        return tuple(_build(item_kind, item) for item in value)
-    for option in get_args(kind):  # Optional[X]: build X when a value is there
-        if option is not type(None) and value is not None and dataclasses.is_dataclass(option):
-            return _build(option, value)
-    return value
+        try:
+            return kind(value)
+        except ValueError:
+            raise ValueError(f"{where}: {value!r} is not a known value") from None
+    origin, arguments = get_origin(kind), get_args(kind)
+    if origin is tuple:
+        if not isinstance(value, list):
+            raise ValueError(f"{where}: must be a list, not {_kind_of(value)}")
+        return tuple(_build(arguments[0], item, f"{where}[{i}]") for i, item in enumerate(value))
+    if origin is typing.Literal:
+        if value not in arguments:
+            raise ValueError(f"{where}: {value!r} is not one of {', '.join(map(repr, arguments))}")
+        return value
+    if origin in (types.UnionType, typing.Union):
+        if value is None and type(None) in arguments:
+            return None
+        options = [option for option in arguments if option is not type(None)]
+        return _build(options[0], value, where) if len(options) == 1 else value
+    expected = _SCALARS.get(kind)
+    if expected is not None and (
+        isinstance(value, bool) is not (kind is bool) or not isinstance(value, expected)
+    ):
+        raise ValueError(f"{where}: must be {_SCALAR_NAMES[kind]}, not {_kind_of(value)}")
+    return float(value) if kind is float else value
+
+
+_SCALARS: dict[Any, tuple[type, ...]] = {
+    str: (str,),
+    int: (int,),
+    float: (int, float),
+    bool: (bool,),
+}
+_SCALAR_NAMES = {str: "a string", int: "a whole number", float: "a number", bool: "true or false"}

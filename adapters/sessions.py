@@ -3,9 +3,13 @@
 ``<root>/<id>/transcript.jsonl`` holds every event (the truth); ``<root>/<id>/meta.json``
 says what the session is (id, created, folder, model, first line of the task) and how
 its last turn ended, rewritten whole (write, then rename) at every turn's start and
-end. A session killed mid-turn still says ``running``: its process is gone, so the
-listing says ``killed`` and reads the transcript for its tokens. A missing or broken
-``meta.json`` is rebuilt from the transcript; neither ever refuses a session.
+end. A session killed mid-turn still says ``running``: its lock is free, so the
+listing says ``killed`` and reads the transcript for its tokens. A missing or unreadable
+``meta.json`` is rebuilt from the transcript; one whose fields have the wrong types
+(edited, not torn: it is written whole) is refused with its line, as a transcript is.
+
+A treadle holds ``<root>/<id>/lock`` (``flock``, exclusive) for as long as it has the
+session open: a second treadle on the same session is refused, whatever the pids say.
 
 Example::
 
@@ -18,8 +22,10 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import fcntl
 import json
 import os
+import typing
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -39,8 +45,10 @@ from treadle.domain.values.events import (
 
 TRANSCRIPT = "transcript.jsonl"
 META = "meta.json"
+LOCK = "lock"
 RUNNING = "running"
 KILLED = "killed"
+DAMAGED = "damaged"
 
 
 class SessionNotFound(Exception):
@@ -49,6 +57,64 @@ class SessionNotFound(Exception):
 
 class SessionBusy(Exception):
     """The session is running in another treadle process: two would both append."""
+
+
+class SessionUnusable(Exception):
+    """The state folder cannot hold the session (not a folder, read-only, full)."""
+
+
+class MetaDamaged(ValueError):
+    """``meta.json`` parses, but a field has the wrong type: it was edited, not torn."""
+
+
+PID_LIMIT = 1 << 31
+"""A pid is a (signed) 32-bit number: anything past it is not one."""
+
+
+class SessionLock:
+    """The exclusive hold on a session folder, for as long as a treadle has it open.
+
+    A lock taken with ``flock`` goes with its process, however it ends (kill -9
+    too), and the descriptor is not inherited by commands (close-on-exec).
+    """
+
+    def __init__(self, folder: str | Path) -> None:
+        self.path = Path(folder) / LOCK
+        self._descriptor: int | None = None
+
+    def acquire(self) -> None:
+        """Take the lock, or raise SessionBusy (OSError if the folder cannot hold one)."""
+        descriptor = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        try:
+            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(descriptor)
+            raise SessionBusy(
+                f"session {self.path.parent.name} is open in another treadle"
+            ) from None
+        self._descriptor = descriptor
+
+    def release(self) -> None:
+        if self._descriptor is not None:
+            os.close(self._descriptor)
+            self._descriptor = None
+
+
+def is_locked(folder: str | Path) -> bool:
+    """Whether a treadle holds the session in ``folder`` now."""
+    try:
+        descriptor = os.open(Path(folder) / LOCK, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    except OSError:
+        return False
+    finally:
+        os.close(descriptor)
+    return False
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,22 +157,6 @@ def now_text() -> str:
 def first_line(text: str, width: int = 100) -> str:
     line = next((part.strip() for part in text.splitlines() if part.strip()), "")
     return line if len(line) <= width else line[: width - 1] + "…"
-
-
-def is_alive(pid: int) -> bool:
-    """Whether a treadle process ``pid`` still runs (a reused pid is not treadle's)."""
-    if pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:
-        return b"treadle" in Path(f"/proc/{pid}/cmdline").read_bytes()
-    except OSError:  # no /proc here: trust the signal
-        return True
 
 
 class SessionStore:
@@ -178,16 +228,19 @@ class SessionStore:
         return read_meta(self.folder(session_id))
 
     def row(self, session_id: str) -> SessionRow:
-        meta = self.meta(session_id)
+        try:
+            meta = self.meta(session_id)
+        except MetaDamaged:
+            return SessionRow(SessionMeta(session_id), DAMAGED, 0)
         if meta.outcome != RUNNING:
             return SessionRow(meta, meta.outcome, meta.tokens)
-        if is_alive(meta.pid):
+        if is_locked(self.folder(session_id)):
             return SessionRow(meta, RUNNING, meta.tokens)
         summary = summarize(_events(self.transcript_path(session_id)))
         return SessionRow(meta, summary.outcome or KILLED, summary.usage.total)
 
     def rows(self) -> list[SessionRow]:
-        """Every session, newest first."""
+        """Every session, newest first; one that cannot be read is listed as damaged."""
         rows = [self.row(session_id) for session_id in self.ids()]
         return sorted(rows, key=lambda row: (_when(row.meta), row.meta.id), reverse=True)
 
@@ -235,28 +288,55 @@ def summarize(events: Iterable[TurnEvent]) -> TranscriptSummary:
 
 
 def read_meta(folder: Path) -> SessionMeta:
+    """The record in ``folder``; rebuilt from the transcript when it is missing or not JSON,
+    :class:`MetaDamaged` when a field has the wrong type."""
     try:
-        data = json.loads((folder / META).read_text(encoding="utf-8"))
-        names = {f.name for f in dataclasses.fields(SessionMeta)}
-        return SessionMeta(**{k: v for k, v in data.items() if k in names})
-    except (OSError, ValueError, TypeError):
-        summary = summarize(_events(folder / TRANSCRIPT))
-        created = ""
-        with contextlib.suppress(OSError):
-            created = (
-                datetime.fromtimestamp((folder / TRANSCRIPT).stat().st_mtime)
-                .astimezone()
-                .isoformat(timespec="seconds")
-            )
-        return SessionMeta(
-            folder.name,
-            created=created,
-            task=summary.task,
-            outcome=summary.outcome or RUNNING,
-            input_tokens=summary.usage.input_tokens,
-            output_tokens=summary.usage.output_tokens,
-            turns=summary.turns,
+        text = (folder / META).read_text(encoding="utf-8")
+        data = json.loads(text)
+    except (OSError, ValueError):
+        data = None
+    if isinstance(data, dict):
+        return _checked_meta(folder / META, text, data)
+    if data is not None:
+        raise MetaDamaged(f"{folder / META}:1: must be an object")
+    summary = summarize(_events(folder / TRANSCRIPT))
+    created = ""
+    with contextlib.suppress(OSError):
+        created = (
+            datetime.fromtimestamp((folder / TRANSCRIPT).stat().st_mtime)
+            .astimezone()
+            .isoformat(timespec="seconds")
         )
+    return SessionMeta(
+        folder.name,
+        created=created,
+        task=summary.task,
+        outcome=summary.outcome or RUNNING,
+        input_tokens=summary.usage.input_tokens,
+        output_tokens=summary.usage.output_tokens,
+        turns=summary.turns,
+    )
+
+
+def _checked_meta(path: Path, text: str, data: dict[str, object]) -> SessionMeta:
+    hints = typing.get_type_hints(SessionMeta)
+    values = {}
+    for name, value in data.items():
+        kind = hints.get(name)
+        if kind is None:
+            continue  # a field a later treadle added
+        expected = {str: str, int: int}.get(kind, dict)
+        wrong = isinstance(value, bool) or not isinstance(value, expected)
+        if name == "pid" and not wrong and not 0 <= typing.cast(int, value) < PID_LIMIT:
+            wrong = True
+        if wrong:
+            line = next((n for n, row in enumerate(text.splitlines(), 1) if f'"{name}"' in row), 1)
+            what = {str: "a string", int: "a whole number"}.get(kind, "an object")
+            shown = json.dumps(value)[:40]
+            raise MetaDamaged(f"{path}:{line}: {name}: must be {what}, not {shown}")
+        values[name] = value
+    values.setdefault("id", path.parent.name)
+    return SessionMeta(**values)  # type: ignore[arg-type]
 
 
 def write_meta(folder: Path, meta: SessionMeta, redact: Callable[[str], str]) -> None:
@@ -266,30 +346,54 @@ def write_meta(folder: Path, meta: SessionMeta, redact: Callable[[str], str]) ->
         for key, value in dataclasses.asdict(meta).items()
     }
     temporary = folder / f".{META}.{os.getpid()}.tmp"
-    with temporary.open("w", encoding="utf-8") as file:
-        json.dump(record, file, ensure_ascii=False, indent=1)
-        file.write("\n")
-        file.flush()
-        os.fsync(file.fileno())
-    os.replace(temporary, folder / META)
+    try:
+        with temporary.open("w", encoding="utf-8") as file:
+            json.dump(record, file, ensure_ascii=False, indent=1)
+            file.write("\n")
+            file.flush()
+            os.fsync(file.fileno())
+        os.replace(temporary, folder / META)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            temporary.unlink()  # the old record stays whole
+        raise
 
 
 class SessionLog:
     """The session's TranscriptStore: every event to the JSONL, each turn's start and
-    end to ``meta.json``."""
+    end to ``meta.json``.
+
+    A write that fails (a full disk, a folder made read-only) stops the recording, not
+    the turn: ``on_problem`` is told once, what was recorded before stays as it was,
+    and nothing more is appended after a line that may be torn.
+    """
 
     def __init__(
         self,
         folder: str | Path,
         transcript: JsonlTranscript,
         redact: Callable[[str], str] = lambda text: text,
+        on_problem: Callable[[str], None] = lambda text: None,
+        lock: SessionLock | None = None,
     ) -> None:
         self.folder = Path(folder)
         self.transcript = transcript
+        self.lock = lock
+        """The session's lock, held until :meth:`close`."""
         self._redact = redact
+        self._on_problem = on_problem
+        self.problem: str | None = None
         self.meta = read_meta(self.folder)
 
     def record(self, event: TurnEvent) -> None:
+        if self.problem is not None:
+            return
+        try:
+            self._record(event)
+        except OSError as error:
+            self._stop_recording(error)
+
+    def _record(self, event: TurnEvent) -> None:
         self.transcript.record(event)
         if event.agent:
             return
@@ -307,6 +411,14 @@ class SessionLog:
                     input_tokens=self.meta.input_tokens + usage.input_tokens,
                     output_tokens=self.meta.output_tokens + usage.output_tokens,
                 )
+
+    def _stop_recording(self, error: OSError) -> None:
+        self.problem = (
+            f"the session can no longer be recorded in {self.folder}: "
+            f"{error.strerror or error}; what was recorded before is kept"
+        )
+        self.transcript.abandon()
+        self._on_problem(self.problem)
 
     def conversation_so_far(self) -> History | None:
         """The main conversation recorded so far, to continue it; None for a new session.
@@ -328,4 +440,11 @@ class SessionLog:
         write_meta(self.folder, self.meta, self._redact)
 
     def close(self) -> None:
-        self.transcript.close()
+        try:
+            if self.problem is None:
+                self.transcript.close()
+        except OSError as error:
+            self._stop_recording(error)
+        finally:
+            if self.lock is not None:
+                self.lock.release()

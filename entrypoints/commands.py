@@ -160,12 +160,15 @@ class _TurnStop:
 
 def recorded_config(transcript: Path) -> AppConfig:
     """The defaults, with what the session recorded of its configuration (not yours)."""
-    from treadle.adapters.sessions import META, read_meta
+    from treadle.adapters.sessions import META, MetaDamaged, read_meta
 
     app = AppConfig()
     if not (transcript.parent / META).is_file():
         return app
-    settings = read_meta(transcript.parent).settings
+    try:
+        settings = read_meta(transcript.parent).settings
+    except MetaDamaged as error:
+        raise ConfigError(str(error)) from None
     values = {}
     for key, value in settings.items():
         try:

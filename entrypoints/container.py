@@ -27,14 +27,21 @@ from treadle.adapters.mcp.servers import McpServers
 from treadle.adapters.plain_terminal import JsonLinesTerminal, PlainTerminal
 from treadle.adapters.redact import RedactingTerminal, Redactor
 from treadle.adapters.session_log import LOG_FILE, session_log
-from treadle.adapters.sessions import META, TRANSCRIPT, SessionLog, SessionStore
+from treadle.adapters.sessions import (
+    META,
+    TRANSCRIPT,
+    SessionLock,
+    SessionLog,
+    SessionStore,
+    SessionUnusable,
+)
 from treadle.adapters.system_clock import SystemClock
 from treadle.domain.loop.settings import SubAgentClocks, TurnSettings
 from treadle.domain.loop.turn import Agent, TurnPorts, core_tools
 from treadle.domain.rules.approval import POLICIES
 from treadle.domain.rules.history import History
 from treadle.domain.rules.truncation import TokenBudget
-from treadle.domain.values.events import TurnEvent
+from treadle.domain.values.events import Notice, TurnEvent
 from treadle.domain.values.tools import ToolLimits
 from treadle.entrypoints.config import (
     RECORDED_SETTINGS,
@@ -192,23 +199,44 @@ def open_session_log(app: AppConfig, session_dir: str, redactor: Redactor) -> It
 
 
 def open_transcript(
-    app: AppConfig, session_dir: str, redactor: Redactor
+    app: AppConfig, session_dir: str, redactor: Redactor, screen: Terminal
 ) -> Iterator[SessionLog | None]:
-    """The session's transcript and record, in ``session_dir`` (created when new)."""
+    """The session's transcript and record, in ``session_dir`` (created when new), held
+    with the session's lock while it is open.
+
+    Raises SessionBusy when another treadle holds the session, SessionUnusable when the
+    state folder cannot hold it; a write that fails later is a notice, not the turn's end.
+    """
     if not session_dir:
         yield None
         return
     folder = Path(session_dir)
-    if not (folder / META).is_file():
-        SessionStore(folder.parent, redactor.redact).create(
-            folder.name,
-            workspace=os.path.realpath(app.workspace),
-            model=app.model,
-            base_url=app.base_url,
-            settings={key: getattr(app, key) for key in RECORDED_SETTINGS},
-        )
-    transcript = JsonlTranscript(folder / TRANSCRIPT, redact=redactor)
-    log = SessionLog(folder, transcript, redactor.redact)
+    lock = SessionLock(folder)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        lock.acquire()
+        if not (folder / META).is_file():
+            SessionStore(folder.parent, redactor.redact).create(
+                folder.name,
+                workspace=os.path.realpath(app.workspace),
+                model=app.model,
+                base_url=app.base_url,
+                settings={key: getattr(app, key) for key in RECORDED_SETTINGS},
+            )
+        transcript = JsonlTranscript(folder / TRANSCRIPT, redact=redactor)
+        transcript.open()
+    except OSError as error:
+        lock.release()
+        where = error.filename or folder
+        raise SessionUnusable(
+            f"cannot keep the session in {where}: {error.strerror or error} "
+            "(TREADLE_STATE_DIR moves the state folder)"
+        ) from None
+
+    def tell(problem: str) -> None:
+        screen.show(Notice("transcript_failed", problem))
+
+    log = SessionLog(folder, transcript, redactor.redact, on_problem=tell, lock=lock)
     try:
         yield log
     finally:
@@ -283,7 +311,7 @@ class Container(containers.DeclarativeContainer):
         open_session_log, app, session_dir, redactor
     )
     transcript: providers.Provider[SessionLog | None] = providers.Resource(
-        open_transcript, app, session_dir, redactor
+        open_transcript, app, session_dir, redactor, screen
     )
     history: providers.Provider[History] = providers.Singleton(conversation_so_far, transcript)
     mcp_servers: providers.Resource[McpServers] = providers.Resource(

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -121,6 +122,7 @@ async def _session(app: AppConfig, session_dir: str, session_id: str, greeting: 
         start_session,
     )
     from treadle.entrypoints.injector import providers
+    from treadle.entrypoints.session import refusal, unusable_session
 
     hint = f" — type to go on, or later: treadle --resume {session_id}"
     container = session_container(app, mode="tty", session_dir=session_dir, resume_hint=hint)
@@ -133,6 +135,9 @@ async def _session(app: AppConfig, session_dir: str, session_id: str, greeting: 
             outcome = end_turn(NoModel(str(error)))
             print(outcome.screen_line)
             return outcome.exit_code
+        except unusable_session() as error:
+            print(refusal(error, session_id), file=sys.stderr)
+            return 2
         terminal.note(greeting)
         terminal.open_session()
         interrupts = SessionInterrupts(terminal, terminal.leave_now)

@@ -48,7 +48,7 @@ def open_session(args: argparse.Namespace) -> tuple[AppConfig, str, bool]:
     A resumed session keeps its model, server and folder unless a flag says otherwise;
     its folder already holds the transcript, so the container continues it.
     """
-    from treadle.adapters.sessions import SessionBusy, SessionStore, is_alive
+    from treadle.adapters.sessions import SessionBusy, SessionStore, is_locked
 
     flags = flag_values(args)
     if not getattr(args, "resume", None):
@@ -56,8 +56,9 @@ def open_session(args: argparse.Namespace) -> tuple[AppConfig, str, bool]:
     store = SessionStore(state_dir() / "sessions")
     session_id = store.find(args.resume)
     meta = store.meta(session_id)
-    if is_alive(meta.pid):  # another treadle is on it, between turns or in one
-        raise SessionBusy(f"session {session_id} is open in another treadle (process {meta.pid})")
+    # Said early; the lock itself is taken when the session is opened, and only one wins.
+    if is_locked(store.folder(session_id)):
+        raise SessionBusy(f"session {session_id} is open in another treadle")
     recorded = {"model": meta.model, "base_url": meta.base_url, "workspace": meta.workspace}
     app = load_config(flags=flags, environ=os.environ, session=(session_id, recorded))
     return app, session_id, True
@@ -78,13 +79,28 @@ def hide_environment_from_commands() -> None:
         ctypes.CDLL(None, use_errno=True).prctl(pr_set_dumpable, 0, 0, 0, 0)
 
 
+def unusable_session() -> tuple[type[Exception], ...]:
+    """What opening a session may raise that is the user's to fix: one line, exit 2."""
+    from treadle.adapters.jsonl_transcript import TranscriptDamaged
+    from treadle.adapters.sessions import MetaDamaged, SessionBusy, SessionUnusable
+
+    return (TranscriptDamaged, MetaDamaged, SessionBusy, SessionUnusable)
+
+
+def refusal(error: Exception, session_id: str) -> str:
+    """The one line for a session that cannot be opened."""
+    if isinstance(error, ValueError):  # a damaged transcript or record
+        return f"treadle: cannot continue session {session_id}: {error}"
+    return f"treadle: {error}"
+
+
 def run_session(args: argparse.Namespace) -> int:
-    from treadle.adapters.sessions import SessionBusy, SessionNotFound
+    from treadle.adapters.sessions import MetaDamaged, SessionBusy, SessionNotFound
 
     hide_environment_from_commands()
     try:
         app, session_id, resuming = open_session(args)
-    except (ConfigError, SessionNotFound, SessionBusy) as error:
+    except (ConfigError, SessionNotFound, SessionBusy, MetaDamaged) as error:
         from treadle.adapters.redact import Redactor
 
         print(f"treadle: {Redactor.from_environ(os.environ).redact(str(error))}", file=sys.stderr)
@@ -120,7 +136,6 @@ def run_session(args: argparse.Namespace) -> int:
 
 
 async def _one_turn(app: AppConfig, task: str, mode: str, session_dir: str, session_id: str) -> int:
-    from treadle.adapters.jsonl_transcript import TranscriptDamaged
     from treadle.entrypoints.container import (
         ModelNotConfigured,
         end_session,
@@ -139,8 +154,8 @@ async def _one_turn(app: AppConfig, task: str, mode: str, session_dir: str, sess
             outcome = end_turn(NoModel(str(error)))
             container.screen().show(TurnEnded(outcome, Usage(), 0, 0.0))
             return outcome.exit_code
-        except TranscriptDamaged as error:
-            print(f"treadle: cannot continue session {session_id}: {error}", file=sys.stderr)
+        except unusable_session() as error:
+            print(refusal(error, session_id), file=sys.stderr)
             return 2
         stop = StopSignal()
 

@@ -18,7 +18,7 @@ from treadle.adapters.fakes import (
     ScriptedResponse,
 )
 from treadle.adapters.jsonl_transcript import read_transcript
-from treadle.adapters.sessions import SessionBusy, SessionStore, read_meta
+from treadle.adapters.sessions import SessionBusy, SessionLock, SessionStore, read_meta
 from treadle.domain.loop.turn import core_tools
 from treadle.domain.rules.history import INTERRUPTED_RESULT, is_sendable
 from treadle.domain.rules.resume import RESUME_MESSAGE
@@ -98,6 +98,8 @@ async def test_a_kill_mid_tool_is_repaired_in_the_transcript_before_going_on(
     ]
     for event in events:  # ...and then the process was killed: no result, no end
         log.record(event)
+    assert log.lock is not None
+    log.lock.release()  # as a kill would
 
     second = ScriptedModel([ScriptedResponse.saying("Resumed.", usage=Usage(1, 1))], clock)
     again = container_for(session, second, RecordingTerminal(), clock)
@@ -116,18 +118,18 @@ async def test_a_kill_mid_tool_is_repaired_in_the_transcript_before_going_on(
 def test_resuming_a_running_session_is_refused(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import os
-
     monkeypatch.setenv("TREADLE_STATE_DIR", str(tmp_path))
     monkeypatch.setenv("TREADLE_CONFIG_DIR", str(tmp_path / "config"))
     store = SessionStore(tmp_path / "sessions")
     store.create("s1", workspace=str(tmp_path), model="demo")
-    meta = json.loads((store.folder("s1") / "meta.json").read_text())
-    assert meta["pid"] == os.getpid()
-    monkeypatch.setattr("treadle.adapters.sessions.is_alive", lambda pid: True)
+    held = SessionLock(store.folder("s1"))
+    held.acquire()  # another treadle has it open
     args = argparse.Namespace(model=None, base_url=None, approval=None, workspace=None, resume="s1")
-    with pytest.raises(SessionBusy, match="open in another treadle"):
-        open_session(args)
+    try:
+        with pytest.raises(SessionBusy, match="open in another treadle"):
+            open_session(args)
+    finally:
+        held.release()
 
 
 def test_a_resumed_session_keeps_its_model_and_folder(
@@ -135,7 +137,6 @@ def test_a_resumed_session_keeps_its_model_and_folder(
 ) -> None:
     monkeypatch.setenv("TREADLE_STATE_DIR", str(tmp_path))
     monkeypatch.setenv("TREADLE_CONFIG_DIR", str(tmp_path / "config"))
-    monkeypatch.setattr("treadle.adapters.sessions.is_alive", lambda pid: False)
     store = SessionStore(tmp_path / "sessions")
     store.create("s1", workspace=str(tmp_path), model="script:/x.json")
     args = argparse.Namespace(model=None, base_url=None, approval=None, workspace=None, resume="s")
@@ -150,7 +151,6 @@ def test_a_damaged_transcript_is_refused_with_a_message_not_a_traceback(
 ) -> None:
     monkeypatch.setenv("TREADLE_STATE_DIR", str(tmp_path))
     monkeypatch.setenv("TREADLE_CONFIG_DIR", str(tmp_path / "config"))
-    monkeypatch.setattr("treadle.adapters.sessions.is_alive", lambda pid: False)
     store = SessionStore(tmp_path / "sessions")
     store.create("s1", workspace=str(tmp_path), model="demo")
     store.transcript_path("s1").write_text(
