@@ -7,9 +7,9 @@ these catch them:
 - where the kernel lets treadle make one, each command runs in a cgroup of its own
   (:mod:`.cgroup`): the exact list of its processes, whatever they do;
 - this process is a *child subreaper*, so an orphaned descendant is re-parented to us
-  instead of to init, and shows up among our children. A re-parented child is the
-  command's if it started after the command did and no other command still running
-  could have started it (then the last of them to end stops it);
+  instead of to init, and shows up among our children. Without a cgroup, a re-parented
+  child is the command's if it started after the command did and no other command
+  still running could have started it (then the last of them to end stops it);
 - every run tags its environment with a marker variable that descendants inherit,
   so a scan of ``/proc/*/environ`` finds them wherever they went;
 - and whatever any of these find, its descendants with it.
@@ -173,7 +173,8 @@ class CommandTree:
         ]
         if self.cgroup is not None:
             seeds.extend(pid for pid in self.cgroup.pids() if pid in entries)
-        seeds.extend(self._adopted(entries, me))
+        else:  # with a cgroup, an orphan is in it: nothing to guess
+            seeds.extend(self._adopted(entries, me))
         children: defaultdict[int, list[int]] = defaultdict(list)
         for entry in entries.values():
             children[entry.parent].append(entry.pid)
