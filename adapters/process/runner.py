@@ -40,9 +40,10 @@ to arrive; a background child holding the pipe open does not make the call wait.
 DRAIN_AFTER_STOP = 1.0
 """After the stop, how long to read what the killed processes had already written."""
 
-GATE = 'read _; exec "$0" -c "$1" </dev/null'
+GATE = 'read _ || exit 125; exec "$0" -c "$1" </dev/null'
 """In a cgroup, the shell first waits on stdin until it has been moved in, so that
-nothing it starts is born outside; then it becomes the command's shell (same pid)."""
+nothing it starts is born outside; then it becomes the command's shell (same pid). If
+treadle dies before it opens the gate, the command never starts."""
 
 
 _GATE_SHELL = "/bin/sh" if os.access("/bin/sh", os.X_OK) else "/bin/bash"
