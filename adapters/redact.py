@@ -54,20 +54,40 @@ HOLD_LONGEST = 512
 """The most a stream holds back while its end could still grow into a key shape."""
 
 _WORD = "A-Za-z0-9_"
-_SHAPE_TAIL = re.compile(
-    "(?:"
-    + "|".join(
-        [rf"(?<![{_WORD}])(?:sk-|gh|github_pat_|xox|AKIA|AIza)[{_WORD}-]*"]
-        + [
-            rf"(?<![{_WORD}]){re.escape(start[:size])}"
-            for start in ("sk-", "github_pat_", "xox", "AKIA", "AIza")
-            for size in range(1, len(start))
-        ]
-        + [r":(?://[^\s/@]*|/)?"]
-    )
-    + r")\Z"
-)
-"""The end of a text that could be the start of a key shape or of a URL's password."""
+_KEY_CHARS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-"
+SHAPE_STARTS = ("sk-", "gh", "github_pat_", "xox", "AKIA", "AIza")
+"""How every key shape begins (at the start of a word)."""
+_START_PREFIXES = frozenset(start[:size] for start in SHAPE_STARTS for size in range(1, len(start)))
+
+
+def _held_tail(text: str) -> int:
+    """Where the end of ``text`` that could still become a key shape or a URL's password
+    begins (``len(text)`` when nothing need wait); at most HOLD_LONGEST back.
+
+    A key shape grows as a run of key characters that starts a word; a URL's password
+    waits from its ``:``/``://`` until the ``@``, a space or a ``/`` shows what it is.
+    """
+    end = len(text)
+    window = max(0, end - HOLD_LONGEST)
+    held = end
+    run = window + len(text[window:].rstrip(_KEY_CHARS))
+    if run < end:
+        # A shape starts the run, or follows a "-" inside it (a "-" ends a word).
+        starts = [run] + [i + 1 for i in range(run, end - 1) if text[i] == "-"]
+        for start in starts:
+            if start and _is_word_char(text[start - 1]):
+                continue
+            tail = text[start:end]
+            if tail.startswith(SHAPE_STARTS) or tail in _START_PREFIXES:
+                held = start
+                break
+    if text.endswith((":", ":/")):
+        held = min(held, text.rindex(":"))
+    scheme = text.rfind("://", window)
+    if scheme >= 0 and not any(c.isspace() or c in "/@" for c in text[scheme + 3 :]):
+        held = min(held, scheme)
+    return held
+
 
 T = TypeVar("T")
 
@@ -109,8 +129,6 @@ class Redactor:
         # JSON writes a secret with its quotes, backslashes and controls escaped.
         escaped = {json.dumps(s, ensure_ascii=False)[1:-1] for s in self.secrets}
         self._json_needles = tuple(escaped - set(self.secrets))
-        self._first_chars = frozenset(s[0] for s in self.secrets)
-        self._longest = max((len(s) for s in self.secrets), default=0)
         self._shapes = bool(shapes)
 
     @classmethod
@@ -126,8 +144,10 @@ class Redactor:
                     values.append(password)
         return cls(values, shapes=tuple(KEY_SHAPES.values()))
 
-    def _found(self, text: str, start: int = 0) -> Iterator[tuple[int, int]]:
-        """The spans to replace, left to right."""
+    def _found(
+        self, text: str, start: int = 0, *, loose: bool = False
+    ) -> Iterator[tuple[int, int]]:
+        """The spans to replace, left to right (``loose``: also those not starting a word)."""
         if self._pattern is None:
             return
         search = self._pattern.search
@@ -135,7 +155,12 @@ class Redactor:
             begin, end = match.span()
             if match.lastgroup == "password":
                 yield match.span("password")
-            elif begin and _is_word_char(text[begin - 1]) and match.group() not in self._anywhere:
+            elif (
+                not loose
+                and begin
+                and _is_word_char(text[begin - 1])
+                and match.group() not in self._anywhere
+            ):
                 # A key shape or a short value must start a word: not this one, but
                 # maybe one that starts inside it.
                 start = begin + 1
@@ -158,10 +183,13 @@ class Redactor:
     __call__ = redact
 
     def found_in_json(self, line: str) -> bool:
-        """Whether a line of JSON may hold a secret: the quick test before redacting."""
+        """Whether a line of JSON may hold a secret: the quick test before redacting.
+
+        Loose, since JSON's escapes put letters before a word (``\\nsk-…``): the strings
+        themselves are then redacted with the word rules."""
         if any(needle in line for needle in self._json_needles):
             return True
-        return next(self._found(line), None) is not None
+        return next(self._found(line, loose=True), None) is not None
 
     def releasable(self, text: str) -> int:
         """How much of ``text`` a stream can let out now; the rest waits for more.
@@ -171,18 +199,17 @@ class Redactor:
         longer one, waits for the next piece, so a secret split across pieces is still
         caught whole.
         """
-        cut = len(text)
-        for index in range(max(0, len(text) - self._longest + 1), len(text)):
-            if text[index] in self._first_chars:
-                tail = text[index:]
-                if any(len(s) > len(tail) and s.startswith(tail) for s in self.secrets):
+        end = cut = len(text)
+        for secret in self.secrets:
+            # The earliest place where the end of text is a proper start of the secret.
+            index = text.find(secret[0], max(0, end - len(secret) + 1), cut)
+            while index != -1:
+                if secret.startswith(text[index:]):
                     cut = index
                     break
+                index = text.find(secret[0], index + 1, cut)
         if self._shapes:
-            window = max(0, len(text) - HOLD_LONGEST)
-            held = _SHAPE_TAIL.search(text, window)
-            if held is not None and held.start() < cut and (held.start() > window or not window):
-                cut = held.start()
+            cut = min(cut, _held_tail(text))
         if cut < len(text):
             for begin, end in self._found(text, max(0, cut - HOLD_LONGEST)):
                 if begin < cut < end:

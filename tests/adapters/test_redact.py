@@ -219,3 +219,13 @@ def test_a_key_shape_split_across_deltas_is_kept_out_of_the_transcript(tmp_path)
     deltas = [e.text for e in read_transcript(tmp_path / "t.jsonl") if isinstance(e, AnswerDelta)]
     assert SHAPED not in saved and SHAPED[:12] not in saved
     assert "".join(deltas) == f"the key: {REDACTED} ok"
+
+
+def test_a_secret_after_an_escaped_newline_is_kept_out_of_the_transcript(tmp_path) -> None:
+    redactor = Redactor.from_environ({"DB_PASS": "hunter2"})
+    transcript = JsonlTranscript(tmp_path / "t.jsonl", redact=redactor)
+    transcript.record(ResponseReceived(1, f"one\nhunter2\n{SHAPED}", (), Usage(), "end_turn"))
+    transcript.close()
+
+    saved = (tmp_path / "t.jsonl").read_text()
+    assert "hunter2" not in saved and SHAPED not in saved

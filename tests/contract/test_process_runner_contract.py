@@ -106,3 +106,14 @@ async def test_the_deadline_stops_the_command_and_keeps_its_output(run: Run) -> 
     assert result.exit_code is None
     assert result.signal in (signal.SIGTERM, signal.SIGKILL)
     assert result.duration >= 1.0
+
+
+async def test_a_hidden_background_child_does_not_hold_the_call(run: Run) -> None:
+    # It leaves the session and clears its environment; the call still ends with the shell.
+    case = Case("setsid env -i sleep 30 & echo started", FakeProcess("started\n"))
+
+    result = await run(case)
+
+    assert result.output == "started\n"
+    assert (result.exit_code, result.timed_out) == (0, False)
+    assert result.duration < 10
