@@ -260,10 +260,17 @@ class CommandTree:
         return len(live)
 
     def reap(self) -> None:
-        """Collect the exit status of members that ended as our (adopted) children."""
-        me = os.getpid()
-        for entry in self.members().values():
-            if entry.ended and entry.parent == me and entry.pid not in active_commands:
+        """Collect the exit status of members that ended as our (adopted) children, and of
+        any ended child outside our session: a command's (a process that ended has left
+        its cgroup, so nothing else says whose it was; treadle's own stay in its session)."""
+        me, ours = os.getpid(), os.getsid(0)
+        ended = [entry for entry in self.members().values() if entry.ended]
+        for pid in (_our_children() or set()) - active_commands:
+            entry = _read_entry(pid)
+            if entry is not None and entry.ended and entry.session != ours:
+                ended.append(entry)
+        for entry in ended:
+            if entry.parent == me and entry.pid not in active_commands:
                 with contextlib.suppress(ChildProcessError):
                     os.waitpid(entry.pid, os.WNOHANG)
 

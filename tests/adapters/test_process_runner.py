@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import re
 import signal
 import subprocess
@@ -44,6 +45,16 @@ def contents(path: Path) -> str:
 
 def exists(path: Path) -> bool:
     return path.exists()
+
+
+def our_zombie(pid: int) -> bool:
+    """Whether ``pid`` ended as our child and nobody collected it."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_bytes()
+    except OSError:
+        return False
+    fields = stat[stat.rfind(b")") + 2 :].split()
+    return fields[0] == b"Z" and int(fields[1]) == os.getpid()
 
 
 def recorded_pids(folder: Path) -> dict[str, int]:
@@ -311,6 +322,7 @@ async def test_a_descendant_without_the_marker_is_still_the_commands(
 
     assert result.exit_code == 0
     assert not is_running(int(result.output))
+    assert not our_zombie(int(result.output))  # and its exit was collected
 
 
 @pytest.mark.parametrize("cgroups", [True, False], ids=["cgroup", "records"])
