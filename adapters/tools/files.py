@@ -261,6 +261,8 @@ def replace_file(workspace: Workspace, real: str, data: bytes, shown: str) -> Re
     """
     try:
         folder, name = workspace.folder_beneath(real, create=True)
+    except IsADirectoryError:
+        return Failure(f"{shown} is a folder, not a file")
     except PermissionError:
         return Failure(f"permission denied: cannot write {shown}")
     except OSError as error:

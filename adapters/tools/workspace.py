@@ -89,8 +89,10 @@ class Workspace:
 
         ``create`` makes the missing folders on the way, each inside the one before."""
         root = next((r for r in (self.root, *self.readable) if _within(real, r)), None)
-        if root is None or real == root:
+        if root is None:
             raise OSError(errno.EINVAL, f"{real} is not inside the workspace")
+        if real == root:
+            raise IsADirectoryError(errno.EISDIR, "the workspace itself is a folder", real)
         *folders, name = os.path.relpath(real, root).split(os.sep)
         current = os.open(root, _FOLDER & ~os.O_NOFOLLOW)
         try:

@@ -426,3 +426,13 @@ async def test_a_named_pipe_is_refused_not_waited_on(context: Context, tree: Pat
     result = await call(ReadFileTool(), context(), path="pipe")
 
     assert (result.is_error, result.text) == (True, "cannot read pipe: not a regular file")
+
+
+async def test_the_workspace_itself_is_a_folder_to_every_file_tool(context: Context) -> None:
+    read = await call(ReadFileTool(), context(), path=".")
+    wrote = await call(WriteFileTool(), context(), path=".", content="x")
+    edited = await call(EditFileTool(), context(), path=".", old_string="a", new_string="b")
+
+    assert read.text == ". is a folder: use find_files to list it"
+    assert wrote.text == ". is a folder, not a file"
+    assert edited.text == ". is a folder, not a file"
