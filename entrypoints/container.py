@@ -245,7 +245,13 @@ def open_transcript(
 
 def conversation_so_far(log: SessionLog | None) -> History:
     """A session folder that already holds a transcript is continued (``--resume``)."""
-    history = log.conversation_so_far() if log is not None else None
+    try:
+        history = log.conversation_so_far() if log is not None else None
+    except OSError as error:  # the repairs it records could not be written
+        raise SessionUnusable(
+            f"cannot continue the session in {log.folder if log else ''}: "
+            f"{error.strerror or error}"
+        ) from None
     return history if history is not None else History()
 
 

@@ -202,3 +202,29 @@ def test_two_resumes_of_one_session_at_once_run_exactly_one(tmp_path: Path) -> N
     assert codes == [0, 2], ended
     refused = next(err for code, _, err in ended if code == 2)
     assert refused.strip() == f"treadle: session {session.name} is open in another treadle"
+
+
+def test_a_resume_whose_repairs_cannot_be_recorded_is_one_line(tmp_path: Path) -> None:
+    call = {"id": "c1", "name": "bash", "arguments": "{}"}
+    killed = "\n".join(  # killed mid-tool: the call has no result yet
+        [
+            FIRST,
+            json.dumps(
+                {"type": "message_added", "message": {"role": "user", "text": "x"}, "agent": ""}
+            ),
+            json.dumps(
+                {
+                    "type": "message_added",
+                    "message": {"role": "assistant", "text": "", "tool_calls": [call]},
+                    "agent": "",
+                }
+            ),
+        ]
+    )
+    path, env = a_session(tmp_path, (killed + "\n").encode())
+
+    resumed = with_size_limit(
+        path.stat().st_size, "--resume", "s1", "--print", "go on", cwd=tmp_path, env=env
+    )
+
+    one_clear_line(resumed, "cannot continue the session in", "File too large")
