@@ -249,8 +249,7 @@ def conversation_so_far(log: SessionLog | None) -> History:
         history = log.conversation_so_far() if log is not None else None
     except OSError as error:  # the repairs it records could not be written
         raise SessionUnusable(
-            f"cannot continue the session in {log.folder if log else ''}: "
-            f"{error.strerror or error}"
+            f"cannot continue the session in {log.folder if log else ''}: {error.strerror or error}"
         ) from None
     return history if history is not None else History()
 
