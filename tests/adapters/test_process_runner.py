@@ -15,7 +15,7 @@ from returns.result import Failure, Success
 
 from tests.processes import is_running
 from treadle.adapters.process import SubprocessRunner
-from treadle.adapters.process.cgroup import cgroup_home
+from treadle.adapters.process.cgroup import CgroupHome, cgroup_home
 from treadle.adapters.process.environment import child_environment, looks_secret
 from treadle.adapters.process.watchdog_script import doomed
 from treadle.domain.values.process import ProcessResult, ProcessSpec
@@ -45,6 +45,10 @@ def contents(path: Path) -> str:
 
 def exists(path: Path) -> bool:
     return path.exists()
+
+
+def contents_of(folder: Path) -> list[Path]:
+    return list(folder.iterdir())
 
 
 def our_zombie(pid: int) -> bool:
@@ -397,3 +401,21 @@ def test_the_watchdog_kills_what_it_recorded_only_if_it_is_the_same_process() ->
 
     # 12 is another process by now (it started later than the one recorded).
     assert targets == {10, 11, 13}
+
+
+async def test_where_the_kernel_refuses_a_cgroup_the_runner_falls_back_cleanly(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A folder that is not a cgroup: making one works, moving a process into it does not.
+    folder = tmp_path / "not-a-cgroup"
+    folder.mkdir()
+    home = CgroupHome(str(folder))
+    monkeypatch.setattr("treadle.adapters.process.runner.cgroup_home", lambda: home)
+    runner = SubprocessRunner(grace=0.2)
+
+    result = ran(await runner.run(spec(HIDDEN["orphaned"], tmp_path)))
+
+    assert result.exit_code == 0
+    assert not is_running(int(result.output))
+    assert not home.usable
+    assert contents_of(folder) == []  # the folder it made is gone again
