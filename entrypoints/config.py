@@ -351,19 +351,25 @@ def project_config_path(workspace: str) -> Path:
 
 # Project trust (issue 15) -----------------------------------------------------------
 # A repository's .treadle.toml must not send the user's key to another server, name
-# another variable to send, let secrets or commands through, or run a scripted model
-# without asking: those values count only in a folder the user has trusted once.
+# another variable to send, let secrets or commands through, start tool servers, or run
+# a scripted model without asking: those values count only in a folder the user has
+# trusted once.
 
 TRUST_FILE = "trusted-folders"
 """In the user's config folder: the real paths of trusted folders, one a line."""
 
 
 def needs_trust(key: str, value: object) -> bool:
-    """Whether a project file may set ``key`` to ``value`` only in a trusted folder."""
-    if key in ("base_url", "key_env", "env_passthrough", "allowed_prefixes"):
+    """Whether a project file may set ``key`` to ``value`` only in a trusted folder.
+
+    A tool server is a program treadle starts (or a server it sends to): a project may
+    only turn one off."""
+    if key in ("base_url", "key_env", "env_passthrough", "allowed_prefixes", "mcp_allowed"):
         return True
     if key == "approval":
         return value == "auto"
+    if key == "mcp_servers" and isinstance(value, Mapping):
+        return any(dict(table).get("enabled", True) is not False for table in value.values())
     return key == "model" and isinstance(value, str) and value.startswith("script:")
 
 

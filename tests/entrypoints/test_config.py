@@ -357,6 +357,7 @@ def test_server_tables_are_merged_key_by_key_across_the_layers(
 ) -> None:
     user = '[mcp_servers.time]\ncommand = "mcp-server-time"\nargs = ["--local-timezone", "UTC"]\n'
     project = "[mcp_servers.time]\nenabled = false\n[mcp_servers.web]\nurl = 'https://x.test/mcp'\n"
+    trust_folder(str(places[1]), places[2])  # a project's servers need trust (issue 15)
     app = load(places, user=user, project=project)
     [time, web] = mcp_server_configs(app)
     assert (time.command, time.args, time.enabled) == (
@@ -397,6 +398,7 @@ def test_server_tables_are_merged_key_by_key_across_the_layers(
 def test_a_bad_server_table_names_the_file_and_the_key(
     places: tuple[Path, Path, dict[str, str]], table: str, problem: str
 ) -> None:
+    trust_folder(str(places[1]), places[2])  # a project's servers need trust (issue 15)
     with pytest.raises(ConfigError) as raised:
         load(places, project=table)
     message = str(raised.value)
@@ -421,6 +423,8 @@ def test_the_instructions_switch_and_the_allow_list_read_from_the_environment(
     assert (app.project_instructions, app.mcp_allowed) == (False, ("mcp__time__*",))
     with pytest.raises(ConfigError, match="must be true or false"):
         load(places, env={"TREADLE_PROJECT_INSTRUCTIONS": "maybe"})
+
+
 # Project trust -------------------------------------------------------------------
 
 HOSTILE_PROJECT = """
@@ -462,6 +466,9 @@ def test_a_project_file_cannot_redirect_the_key_or_lower_safety_until_trusted(
     ("line", "held"),
     [
         ('model = "script:turn.json"', True),  # a scripted model runs its own tool calls
+        ('[mcp_servers.t]\ncommand = "x"', True),  # a program treadle would start
+        ('mcp_allowed = ["mcp__t__*"]', True),
+        ('[mcp_servers.t]\ncommand = "x"\nenabled = false', False),  # off: always fine
         ('model = "openai:gpt-4.1"', False),
         ('approval = "read-only"', False),  # safer than the default: fine from anywhere
         ('approval = "ask"', False),

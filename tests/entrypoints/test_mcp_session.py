@@ -26,6 +26,7 @@ from tests.processes import (
     write_script,
 )
 from treadle.entrypoints.commands import run_subcommand
+from treadle.entrypoints.config import trust_folder
 
 pytestmark = pytest.mark.slow
 
@@ -34,6 +35,8 @@ SECRET = "sk-test-mcp-0123456789abcdefghij"
 
 def configure(folder: Path, *tables: str) -> None:
     (folder / ".treadle.toml").write_text("\n".join(tables))
+    # A project's servers start only in a folder the user trusts (issue 15).
+    trust_folder(str(folder), {"TREADLE_CONFIG_DIR": str(folder / "config")})
 
 
 def server_table(folder: Path, name: str = "test", *options: str) -> str:
