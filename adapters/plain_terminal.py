@@ -3,6 +3,10 @@
 Neither ever writes an escape code: text from the model or a tool (answers, command
 lines, questions) has its control characters removed before it is shown, so a model
 cannot move the cursor, recolour or retitle the terminal of whoever reads the log.
+
+The model's reasoning is not its answer: plain lines show it only when asked
+(``--verbose``), after ``thinking:`` and indented, and JSON lines carry it as
+``reasoning_delta`` events of their own.
 """
 
 from __future__ import annotations
@@ -16,12 +20,14 @@ from collections.abc import Callable
 from typing import TextIO
 
 from treadle.adapters.serialize import event_to_record
+from treadle.domain.values.conversation import Usage
 from treadle.domain.values.events import (
     AnswerDelta,
     ContinuationRequested,
     MessageAdded,
     Notice,
     PlanUpdated,
+    ReasoningDelta,
     RetryScheduled,
     SubAgentFinished,
     SubAgentProgress,
@@ -45,6 +51,33 @@ _JSON_UNESCAPED_CONTROL = re.compile(r"[\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud80
 def counted(number: int, noun: str) -> str:
     """``1 request``, ``2 requests``."""
     return f"{number} {noun}{'' if number == 1 else 's'}"
+
+
+def token_counts(usage: Usage, separator: str = "") -> str:
+    """``1200 in (900 cached) / 40 out (30 reasoning) tokens``; a kind with no tokens
+    is not named. ``separator`` groups thousands (``","``)."""
+
+    def number(count: int) -> str:
+        return format(count, separator)
+
+    cached = [
+        f"{number(count)} {kind}"
+        for count, kind in (
+            (usage.cache_read_tokens, "cached"),
+            (usage.cache_write_tokens, "to cache"),
+        )
+        if count
+    ]
+    given = f"{number(usage.input_tokens)} in" + (f" ({', '.join(cached)})" if cached else "")
+    thought = f" ({number(usage.reasoning_tokens)} reasoning)" if usage.reasoning_tokens else ""
+    return f"{given} / {number(usage.output_tokens)} out{thought} tokens"
+
+
+def cost_text(cost: float | None) -> str:
+    """`` · $0.0123`` for what a turn cost; nothing where no prices are configured."""
+    if cost is None:
+        return ""
+    return f" · ${cost:.4f}" if cost < 1 else f" · ${cost:,.2f}"
 
 
 def describe_event(event: TurnEvent) -> list[str]:
@@ -87,9 +120,9 @@ def describe_event(event: TurnEvent) -> list[str]:
         case TurnEnded(outcome=outcome, usage=usage, requests=n, elapsed=elapsed) if (
             not event.agent
         ):
-            tokens = f"{usage.input_tokens} in / {usage.output_tokens} out tokens"
+            spent = token_counts(usage) + cost_text(event.cost)
             return [
-                f"{counted(n, 'request')} · {tokens} · {elapsed:.1f} s",
+                f"{counted(n, 'request')} · {spent} · {elapsed:.1f} s",
                 printable(outcome.screen_line),
             ]
     return []
@@ -99,17 +132,30 @@ class PlainTerminal:
     """Plain lines with no escape codes; nobody is there to answer a question.
 
     ``resume_hint`` is added after ``Turn paused`` (how to resume the session).
+    ``verbose`` shows the model's reasoning, as it streams, on lines of its own.
     """
 
-    def __init__(self, out: TextIO | None = None, resume_hint: str = "") -> None:
+    def __init__(
+        self, out: TextIO | None = None, resume_hint: str = "", *, verbose: bool = False
+    ) -> None:
         self._out = out or sys.stdout
         self._mid_line = False
         self._held: list[str] = []
+        self.verbose = verbose
+        self._thinking = False  # reasoning is streaming on the last line
+        self._held_thought: list[str] = []
         self.resume_hint = resume_hint
         self.reader_gone = False
         self.interrupt: Callable[[], None] = lambda: None
 
     def show(self, event: TurnEvent) -> None:
+        if isinstance(event, ReasoningDelta):
+            if self.verbose and not event.agent and event.text:
+                self._reasoning(event.text)
+            return
+        if self._thinking and not event.agent:
+            self._write("\n")
+            self._thinking = self._mid_line = False
         if isinstance(event, AnswerDelta):
             if not event.agent and event.text:
                 text = printable(event.text)
@@ -126,8 +172,24 @@ class PlainTerminal:
             self._held.extend(lines)
             return
         lines, self._held = self._held + lines, []
-        self._write(("\n" if self._mid_line else "") + "\n".join(lines) + "\n")
+        held, self._held_thought = "".join(self._held_thought), []
+        thought = "thinking: " + held.lstrip() + "\n" if held else ""
+        self._write(("\n" if self._mid_line else "") + thought + "\n".join(lines) + "\n")
         self._mid_line = False
+
+    def _reasoning(self, text: str) -> None:
+        """Reasoning goes on a line of its own, after ``thinking:``, its lines indented;
+        in the middle of an answer's line (a continued answer thinks again) it waits for
+        that line to end, so that the answer reads unbroken."""
+        text = printable(text).replace("\n", "\n  ")
+        if self._mid_line and not self._thinking:
+            self._held_thought.append(text)
+            return
+        if not self._thinking:
+            text = "thinking: " + text.lstrip()
+            self._thinking = True
+        self._write(text)
+        self._mid_line = True
 
     def _write(self, text: str) -> None:
         """Write and flush; when nobody reads any more (``| head``), pause the turn."""

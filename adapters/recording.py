@@ -24,6 +24,7 @@ from treadle.domain.values.conversation import Message, ToolCall
 from treadle.domain.values.events import (
     AnswerDelta,
     MessageAdded,
+    ReasoningDelta,
     RequestFailed,
     RequestSent,
     ResponseReceived,
@@ -71,6 +72,7 @@ class Exchange:
     sent: RequestSent
     turn: int
     deltas: list[str] = field(default_factory=list)
+    thoughts: list[str] = field(default_factory=list)  # its reasoning, as it streamed
     ending: ResponseReceived | RequestFailed | None = None
     retried: bool = False
 
@@ -163,6 +165,8 @@ class Recording:
                     conversation.exchanges.append(Exchange(event, turn))
                 case AnswerDelta(text=text) if exchange is not None:
                     exchange.deltas.append(text)
+                case ReasoningDelta(text=text) if exchange is not None:
+                    exchange.thoughts.append(text)
                 case ResponseReceived(tool_calls=tool_calls) if exchange is not None:
                     exchange.ending = event
                     if event.stop_reason != "max_tokens":

@@ -29,7 +29,7 @@ from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from typing import Any, TypeVar
 
 from treadle.adapters.secret_names import URL_PASSWORD, is_secret, url_password
-from treadle.domain.values.events import AnswerDelta, TurnEvent
+from treadle.domain.values.events import AnswerDelta, ReasoningDelta, TurnEvent
 from treadle.domain.values.tools import ApprovalAnswer, ApprovalRequest
 from treadle.ports.terminal import Terminal
 
@@ -265,45 +265,51 @@ def _redact_value(value: Any, redact: Callable[[str], str]) -> Any:
     return value
 
 
+Delta = AnswerDelta | ReasoningDelta
+
+
 class EventRedactor:
-    """Redacts a flow of events, answer deltas included.
+    """Redacts a flow of events, answer and reasoning deltas included.
 
     Deltas are held back while their end could be the start of a secret, and let out
-    (redacted) with the next piece of the same agent's answer, or before that agent's
-    next event. ``redact`` may be a plain function, which then works delta by delta.
+    (redacted) with the next piece of the same agent's answer (or reasoning), or before
+    that agent's next event. ``redact`` may be a plain function, which then works delta
+    by delta.
     """
 
     def __init__(self, redact: Redactor | Callable[[str], str]) -> None:
         self._redact = redact
         self._releasable = redact.releasable if isinstance(redact, Redactor) else len
-        self._pending: dict[str, str] = {}
+        self._pending: dict[tuple[str, type[Delta]], str] = {}
 
     def process(self, event: TurnEvent) -> list[TurnEvent]:
         """The events to pass on for ``event``, in order (none while a delta is held)."""
         return [
-            e if isinstance(e, AnswerDelta) else _redact_value(e, self._redact)
+            e if isinstance(e, Delta) else _redact_value(e, self._redact)
             for e in self.in_order(event)
         ]
 
     def in_order(self, event: TurnEvent) -> list[TurnEvent]:
         """Like :meth:`process`, but only deltas come out redacted (the caller does the rest)."""
-        if isinstance(event, AnswerDelta):
-            text = self._pending.pop(event.agent, "") + event.text
+        if isinstance(event, Delta):
+            kind = type(event)
+            # What the other kind holds came first: it goes out first.
+            out = self.flush(event.agent, but=kind)
+            text = self._pending.pop((event.agent, kind), "") + event.text
             cut = self._releasable(text)
             if cut < len(text):
-                self._pending[event.agent] = text[cut:]
+                self._pending[event.agent, kind] = text[cut:]
             shown = self._redact(text[:cut])
-            return [AnswerDelta(shown, event.agent)] if shown else []
+            return [*out, kind(shown, event.agent)] if shown else out
         return [*self.flush(event.agent), event]
 
-    def flush(self, agent: str | None = None) -> list[TurnEvent]:
-        """Let out what is held back, for one agent or (None) for all."""
-        agents = list(self._pending) if agent is None else [agent]
+    def flush(self, agent: str | None = None, *, but: type[Delta] | None = None) -> list[TurnEvent]:
+        """Let out what is held back, for one agent or (None) for all (``but`` a kind)."""
         out: list[TurnEvent] = []
-        for name in agents:
-            text = self._pending.pop(name, "")
-            if text:
-                out.append(AnswerDelta(self._redact(text), name))
+        for name, kind in list(self._pending):
+            if (agent is None or name == agent) and kind is not but:
+                text = self._pending.pop((name, kind))
+                out.append(kind(self._redact(text), name))
         return out
 
 

@@ -44,6 +44,8 @@ from treadle.domain.values.model import (
     MalformedStream,
     ModelError,
     ModelRequest,
+    ReasoningReady,
+    ReasoningText,
     StreamEnd,
     StreamEvent,
     TextDelta,
@@ -246,12 +248,21 @@ class ReplayModel:
         deltas = exchange.deltas
         if isinstance(ending, ResponseReceived) and "".join(deltas) != ending.text:
             deltas = [ending.text]
+        for piece in exchange.thoughts:
+            yield Success(ReasoningText(piece))
         for text in deltas:
             yield Success(TextDelta(text))
         match ending:
-            case ResponseReceived(tool_calls=calls, usage=usage, stop_reason=stop_reason):
-                for call in calls:
-                    yield Success(ToolCallReady(call))
+            case ResponseReceived(
+                tool_calls=calls, usage=usage, stop_reason=stop_reason, reasoning=reasoning
+            ):
+                # Each piece of reasoning comes where it came: after as many calls.
+                for number in range(len(calls) + 1):
+                    for thought in reasoning:
+                        if min(thought.position, len(calls)) == number:
+                            yield Success(ReasoningReady(thought))
+                    if number < len(calls):
+                        yield Success(ToolCallReady(calls[number]))
                 yield Success(UsageReported(usage))
                 yield Success(StreamEnd(stop_reason))
             case RequestFailed():

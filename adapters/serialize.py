@@ -1,7 +1,9 @@
 """Turn events to JSON-ready dicts and back: the transcript's and ``--json``'s format.
 
 Every record has ``"type"`` (the event's name in snake case) and the event's fields;
-nested values (messages, tool calls, usage, outcomes) are plain objects.
+nested values (messages, tool calls, usage, outcomes) are plain objects. Fields that
+came later and are often empty (a message's ``reasoning``, a turn's ``cost``) are left
+out while they hold nothing, so records of runs that do not use them stay as they were.
 
 Example::
 
@@ -24,6 +26,8 @@ from treadle.domain.values import conversation, events, model, outcome
 from treadle.domain.values.events import TurnEvent
 
 _EVENT_TYPES: tuple[type[Any], ...] = get_args(TurnEvent)
+# Left out of a record while they hold their default; read back as that default.
+_QUIET_WHEN_EMPTY: dict[str, object] = {"reasoning": (), "cost": None}
 
 
 def _snake(name: str) -> str:
@@ -42,12 +46,20 @@ def event_to_record(event: TurnEvent) -> dict[str, Any]:
 
 def _plain(value: Any) -> Any:
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+        return {
+            f.name: _plain(item)
+            for f in dataclasses.fields(value)
+            if _shown(f.name, item := getattr(value, f.name))
+        }
     if isinstance(value, enum.Enum):
         return value.value
     if isinstance(value, tuple | list):
         return [_plain(item) for item in value]
     return value
+
+
+def _shown(name: str, item: Any) -> bool:
+    return name not in _QUIET_WHEN_EMPTY or item != _QUIET_WHEN_EMPTY[name]
 
 
 def record_to_event(record: Mapping[str, Any]) -> TurnEvent:

@@ -26,13 +26,18 @@ def build_parser() -> argparse.ArgumentParser:
         "treadle trust [FOLDER]",
     )
     parser.add_argument("task", nargs="?", help="the task for one turn (none: interactive)")
-    parser.add_argument("--model", help="PROVIDER:NAME (openai:gpt-4.1, anthropic:…) or demo")
+    parser.add_argument(
+        "--model", help="PROVIDER:NAME (openai:gpt-4.1, openai-responses:…, anthropic:…) or demo"
+    )
     parser.add_argument("--base-url", help="the model server, e.g. http://127.0.0.1:11434/v1")
     parser.add_argument("--approval", choices=["ask", "auto", "read-only"])
     parser.add_argument("--workspace", help="the folder the tools work in (default: here)")
     output = parser.add_mutually_exclusive_group()
     output.add_argument("--print", action="store_true", help="headless: plain lines")
     output.add_argument("--json", action="store_true", help="headless: one JSON event per line")
+    parser.add_argument(
+        "--verbose", action="store_true", help="show the model's reasoning in full (with --print)"
+    )
     parser.add_argument("--resume", metavar="ID", help="continue a session")
     parser.add_argument("--version", action="version", version=f"treadle {__version__}")
     return parser

@@ -28,11 +28,15 @@ from pathlib import Path
 from typing import Any, Literal
 
 from treadle.adapters.mcp.config import McpServerConfig, TableProblem, check_table, server_config
+from treadle.domain.values.prices import Prices
 
 USER_FILE = "config.toml"
 PROJECT_FILE = ".treadle.toml"
 ENV_PREFIX = "TREADLE_"
 DEFAULT = "default"
+REASONING_EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh", "max")
+PRICE_KINDS = ("input", "output", "cache_read", "cache_write")
+MIN_THINKING_BUDGET = 1024
 
 
 class ConfigError(Exception):
@@ -70,6 +74,13 @@ class AppConfig:
     mcp_servers: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     """Each server's table, merged key by key across the layers."""
     mcp_allowed: tuple[str, ...] = ()
+    # Issue 11: reasoning, prompt caching and prices.
+    api: str = "chat"
+    thinking_budget: int = 0
+    effort: str = ""
+    reasoning_echo: str = "auto"
+    prices: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
+    """Each model's ``[prices."MODEL"]`` table, merged key by key across the layers."""
     origins: dict[str, str] = field(default_factory=dict, compare=False)
     held_back: tuple[str, ...] = field(default=(), compare=False)
     """Keys the project file set in a folder not trusted, so left out (issue 15)."""
@@ -87,6 +98,11 @@ class AppConfig:
                 merged.setdefault(name, {}).update(table)
                 origins[f"mcp_servers.{name}"] = origin
             values = {**values, "mcp_servers": merged}
+        if "prices" in values:  # a table per model: a later layer sets its keys
+            merged = {name: dict(table) for name, table in self.prices.items()}
+            for name, table in values["prices"].items():
+                merged.setdefault(name, {}).update(table)
+            values = {**values, "prices": merged}
         return replace(self, **values, origins=origins)
 
     def origin(self, key: str) -> str:
@@ -106,6 +122,7 @@ Kind = Literal[
     "env_names",
     "switch",
     "servers",
+    "prices",
 ]
 
 
@@ -124,7 +141,9 @@ class Key:
 KEYS: dict[str, Key] = {
     "model": Key("text", "PROVIDER:NAME (openai:gpt-4.1, anthropic:…), demo or script:PATH"),
     "provider": Key(
-        "choice", "the provider when model is a bare name", choices=("openai", "anthropic")
+        "choice",
+        "the provider when model is a bare name",
+        choices=("openai", "openai-responses", "anthropic"),
     ),
     "base_url": Key("url", "the model server, e.g. http://127.0.0.1:11434/v1"),
     "key_env": Key("env_name", "the environment variable that holds the API key"),
@@ -162,6 +181,30 @@ KEYS: dict[str, Key] = {
     ),
     "mcp_servers": Key("servers", "MCP servers, as [mcp_servers.NAME] tables (files only)"),
     "mcp_allowed": Key("texts", "MCP tools that need no yes: mcp__SERVER__TOOL, or mcp__SERVER__*"),
+    # Issue 11: reasoning, prompt caching and prices.
+    "api": Key(
+        "choice",
+        "what an openai model speaks: chat (Chat Completions) or responses (the Responses API)",
+        choices=("chat", "responses"),
+    ),
+    "thinking_budget": Key(
+        "whole", "tokens of max_tokens an Anthropic model may think (0: off)", minimum=0
+    ),
+    "effort": Key(
+        "choice",
+        "reasoning effort, where the model takes it (Anthropic: adaptive thinking)",
+        choices=REASONING_EFFORTS,
+    ),
+    "reasoning_echo": Key(
+        "choice",
+        "auto: reasoning_content back on Chat Completions tool calls (DeepSeek); off: never",
+        choices=("auto", "off"),
+    ),
+    "prices": Key(
+        "prices",
+        'dollars per million tokens, as [prices."MODEL"] tables (files only): '
+        "input, output, cache_read, cache_write",
+    ),
 }
 """Every key a file, a ``TREADLE_*`` variable or a flag may set (``workspace`` is a flag)."""
 
@@ -179,6 +222,7 @@ RECORDED_SETTINGS = (
     "allowed_prefixes",
     "env_passthrough",
     "subagent_depth",
+    "thinking_budget",
 )
 """What a session records of its configuration: what shapes its requests, for replay."""
 NOT_CONFIG_VARIABLES = frozenset({"TREADLE_STATE_DIR", "TREADLE_CONFIG_DIR"})
@@ -216,6 +260,8 @@ def check_value(key: str, value: object, *, from_text: bool = False) -> Any:
             return value
         case "whole" | "number":
             return _check_number(spec, value)
+        case "prices":
+            return _check_prices(value)
         case "texts" | "env_names":
             if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
                 raise ValueError(f"must be a list of strings, not {_shown(value)}")
@@ -243,7 +289,7 @@ def _check_url(url: str) -> None:
         raise ValueError(f"{problem} (port 0)")
 
 
-MODEL_PROVIDERS = ("openai", "anthropic", "script")
+MODEL_PROVIDERS = ("openai", "openai-responses", "anthropic", "script")
 
 
 def _check_model(model: str) -> None:
@@ -252,7 +298,8 @@ def _check_model(model: str) -> None:
     if not colon or (provider in MODEL_PROVIDERS and name):
         return
     raise ValueError(
-        f"unknown model {_shown(model)}: use openai:NAME, anthropic:NAME, demo or script:PATH"
+        f"unknown model {_shown(model)}: use openai:NAME, openai-responses:NAME, anthropic:NAME, "
+        "demo or script:PATH"
     )
 
 
@@ -276,6 +323,27 @@ def _table_problem(name: str, problem: TableProblem) -> str:
 def mcp_server_configs(app: AppConfig) -> tuple[McpServerConfig, ...]:
     """The configured MCP servers, in the order their tables came."""
     return tuple(server_config(name, table) for name, table in app.mcp_servers.items())
+def _check_prices(value: object) -> dict[str, dict[str, float]]:
+    """``{"MODEL": {"input": 3.0, "output": 15.0, …}}``, every price a number ≥ 0."""
+    if not isinstance(value, dict):
+        raise ValueError(f'must be tables, [prices."MODEL"], not {_shown(value)}')
+    prices: dict[str, dict[str, float]] = {}
+    for model, table in value.items():
+        if not isinstance(table, dict):
+            raise ValueError(f"{_shown(model)}: must be a table, not {_shown(table)}")
+        unknown = sorted(set(table) - set(PRICE_KINDS))
+        if unknown:
+            raise ValueError(
+                f"{_shown(model)}: unknown price {_shown(unknown[0])} "
+                f"(the prices: {', '.join(PRICE_KINDS)})"
+            )
+        for kind, price in table.items():
+            try:
+                _check_number(Key("number", "", minimum=0), price)
+            except ValueError as problem:
+                raise ValueError(f"{_shown(model)}.{kind}: {problem}") from None
+        prices[model] = {kind: float(price) for kind, price in table.items()}
+    return prices
 
 
 def _parse_text(spec: Key, text: str) -> object:
@@ -288,6 +356,8 @@ def _parse_text(spec: Key, text: str) -> object:
         if text.lower() not in words:
             raise ValueError(f"must be true or false, not {_shown(text)}")
         return words[text.lower()]
+    if spec.kind == "prices":
+        raise ValueError('can only be set in a file, as [prices."MODEL"] tables')
     try:
         if spec.kind == "whole":
             return int(text)
@@ -532,6 +602,24 @@ def _combined(app: AppConfig) -> AppConfig:
         except TableProblem as problem:
             origin = app.origin(f"mcp_servers.{name}")
             raise ConfigError(f"{origin}: mcp_servers.{_table_problem(name, problem)}") from None
+    if app.thinking_budget and app.thinking_budget >= app.max_tokens:
+        raise ConfigError(
+            f"{app.origin('thinking_budget')}: thinking_budget: {app.thinking_budget} is not "
+            f"less than max_tokens {app.max_tokens} (from {app.origin('max_tokens')}): the "
+            "thinking counts inside the budget, and the answer needs room too"
+        )
+    if 0 < app.thinking_budget < MIN_THINKING_BUDGET:
+        raise ConfigError(
+            f"{app.origin('thinking_budget')}: thinking_budget: {app.thinking_budget} is less "
+            f"than {MIN_THINKING_BUDGET}, the least Anthropic takes (0 turns thinking off)"
+        )
+    for model, table in app.prices.items():
+        missing = [kind for kind in ("input", "output") if kind not in table]
+        if missing:
+            raise ConfigError(
+                f"{app.origin('prices')}: prices.{_shown(model)}: no {missing[0]} price "
+                "(input and output are needed; the cache prices default to input)"
+            )
     if app.provider and app.model and ":" not in app.model and app.model != "demo":
         return replace(app, model=f"{app.provider}:{app.model}")
     return app
@@ -579,6 +667,8 @@ def _value_text(key: str, value: object) -> str:
         return "true" if value else "false"
     if key == "approval" and value is None:
         return "(ask in a terminal, auto headless)"
+    if isinstance(value, Mapping):
+        return json.dumps(value, ensure_ascii=False)
     if isinstance(value, tuple):
         return json.dumps(list(value), ensure_ascii=False)
     if isinstance(value, str):
@@ -590,4 +680,20 @@ def _value_text(key: str, value: object) -> str:
 
 def _default_key_env(model: str) -> str:
     provider = model.partition(":")[0]
-    return {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}.get(provider, "")
+    keys = {
+        "openai": "OPENAI_API_KEY",
+        "openai-responses": "OPENAI_API_KEY",
+        "anthropic": "ANTHROPIC_API_KEY",
+    }
+    return keys.get(provider, "")
+
+
+def model_prices(app: AppConfig) -> Prices | None:
+    """The configured prices of ``app.model``: its table as ``PROVIDER:NAME`` or as NAME."""
+    name = app.model.partition(":")[2] or app.model
+    table = app.prices.get(app.model) or app.prices.get(name)
+    if not table:
+        return None
+    return Prices(
+        table["input"], table["output"], table.get("cache_read"), table.get("cache_write")
+    )

@@ -47,6 +47,7 @@ from treadle.entrypoints.config import (
     RECORDED_SETTINGS,
     AppConfig,
     mcp_server_configs,
+    model_prices,
     user_config_path,
 )
 from treadle.entrypoints.injector import containers, providers
@@ -65,11 +66,17 @@ class ModelNotConfigured(Exception):
     """No model, or one treadle does not know: the turn is blocked before it starts."""
 
 
-def build_model(app: AppConfig, clock: Clock) -> Model:
+HTTP_PROVIDERS = ("openai", "openai-responses", "anthropic")
+
+
+def build_model(app: AppConfig, clock: Clock, session_id: str = "") -> Model:
     """The model adapter ``app.model`` names: ``demo``, ``script:PATH``, ``openai:NAME``…
 
     A bare name picks its provider: ``claude-…`` is Anthropic, anything else is
     OpenAI-compatible (``--model qwen2.5-coder --base-url …`` for a local server).
+    ``openai:NAME`` speaks Chat Completions unless ``api = "responses"``;
+    ``openai-responses:NAME`` always speaks the Responses API. ``session_id`` keys
+    OpenAI's prompt cache.
     """
     if not app.model:
         raise ModelNotConfigured(
@@ -82,13 +89,14 @@ def build_model(app: AppConfig, clock: Clock) -> Model:
         return demo_model(clock)
     if provider == "script" and name:
         return _scripted_model(name, clock)
-    if provider in ("openai", "anthropic") and name:
-        return _http_model(provider, name, app)
-    if not name and provider not in ("openai", "anthropic", "script"):
+    if provider in HTTP_PROVIDERS and name:
+        return _http_model(provider, name, app, session_id)
+    if not name and provider not in (*HTTP_PROVIDERS, "script"):
         inferred = "anthropic" if provider.startswith("claude") else "openai"
-        return _http_model(inferred, provider, app)
+        return _http_model(inferred, provider, app, session_id)
     raise ModelNotConfigured(
-        f"unknown model {app.model!r}: use openai:NAME, anthropic:NAME, demo or script:PATH"
+        f"unknown model {app.model!r}: use openai:NAME, openai-responses:NAME, anthropic:NAME, "
+        "demo or script:PATH"
     )
 
 
@@ -101,12 +109,16 @@ def _scripted_model(path: str, clock: Clock) -> Model:
         raise ModelNotConfigured(f"cannot load the script {path}: {error}") from None
 
 
-def _http_model(provider: str, name: str, app: AppConfig) -> Model:
+def _http_model(provider: str, name: str, app: AppConfig, session_id: str) -> Model:
     adapter: type[HttpModel]
-    if provider == "openai":  # each protocol is imported only when it is the one used
+    # Each protocol is imported only when it is the one used.
+    if provider == "openai-responses" or (provider == "openai" and app.api == "responses"):
+        from treadle.adapters.http_model.openai_responses import OpenAIResponsesModel as adapter
+    elif provider == "openai":
         from treadle.adapters.http_model.openai_chat import OpenAIChatModel as adapter
     else:
         from treadle.adapters.http_model.anthropic import AnthropicModel as adapter
+    from treadle.adapters.http_model.endpoint import ModelOptions
     from treadle.adapters.http_model.transport import StreamLimits
 
     key_env = app.key_env or adapter.KEY_ENV
@@ -117,6 +129,11 @@ def _http_model(provider: str, name: str, app: AppConfig) -> Model:
             api_key=os.environ.get(key_env) or None,
             key_env=key_env,
             limits=StreamLimits(app.answer_limit, app.event_limit),
+            options=ModelOptions(
+                effort=app.effort,
+                session=session_id,
+                reasoning_echo=app.reasoning_echo != "off",
+            ),
         )
     except ValueError as error:  # checked in the configuration already; this is the last word
         raise ModelNotConfigured(str(error)) from None
@@ -164,16 +181,19 @@ def read_project_instructions(app: AppConfig) -> ProjectInstructions:
     )
 
 
-def build_terminal(mode: str, resume_hint: str, leave_now: LeaveNow) -> Terminal:
+def build_terminal(
+    mode: str, resume_hint: str, leave_now: LeaveNow, verbose: bool = False
+) -> Terminal:
     """The screen for ``mode``: ``json`` (one event per line), ``tty`` (the full display
-    with its keys) or ``plain`` (lines, for a pipe or ``--print``)."""
+    with its keys) or ``plain`` (lines, for a pipe or ``--print``). ``verbose`` shows
+    the model's reasoning in full (plain lines show it only then)."""
     if mode == "json":
         return JsonLinesTerminal(resume_hint=resume_hint)
     if mode == "tty":
         from treadle.adapters.blessed_terminal import BlessedTerminal
 
-        return BlessedTerminal(resume_hint=resume_hint, leave_now=leave_now)
-    return PlainTerminal(resume_hint=resume_hint)
+        return BlessedTerminal(resume_hint=resume_hint, leave_now=leave_now, verbose=verbose)
+    return PlainTerminal(resume_hint=resume_hint, verbose=verbose)
 
 
 def build_redactor(app: AppConfig) -> Redactor:
@@ -268,7 +288,13 @@ def build_settings(
         workspace=os.path.realpath(app.workspace),
         session_dir=session_dir,
         instructions=instructions.text,
-        budget=TokenBudget(app.max_tokens, app.token_growth, app.max_tokens_cap, app.continuations),
+        budget=TokenBudget(
+            app.max_tokens,
+            app.token_growth,
+            app.max_tokens_cap,
+            app.continuations,
+            app.thinking_budget,
+        ),
         approval=approval,
         allowed_prefixes=app.allowed_prefixes,
         limits=ToolLimits(
@@ -280,6 +306,7 @@ def build_settings(
         subagents=SubAgentClocks(app.subagent_check_interval, app.subagent_deadline),
         subagent_depth=app.subagent_depth,
         log_path=log_path,
+        prices=model_prices(app),
     )
 
 
@@ -300,12 +327,14 @@ class Container(containers.DeclarativeContainer):
     interactive: providers.Provider[bool] = providers.Object(False)
     session_dir: providers.Provider[str] = providers.Object("")
     resume_hint: providers.Provider[str] = providers.Object("")
+    verbose: providers.Provider[bool] = providers.Object(False)
+    session_id: providers.Provider[str] = providers.Callable(os.path.basename, session_dir)
 
     leave_now: providers.Provider[LeaveNow] = providers.Singleton(LeaveNow)
     clock: providers.Provider[Clock] = providers.Singleton(SystemClock)
-    model: providers.Provider[Model] = providers.Singleton(build_model, app, clock)
+    model: providers.Provider[Model] = providers.Singleton(build_model, app, clock, session_id)
     terminal: providers.Provider[Terminal] = providers.Singleton(
-        build_terminal, mode, resume_hint, leave_now
+        build_terminal, mode, resume_hint, leave_now, verbose
     )
     redactor: providers.Provider[Redactor] = providers.Singleton(build_redactor, app)
     runner: providers.Provider[ProcessRunner] = providers.Singleton(build_runner, app, redactor)
@@ -338,10 +367,11 @@ class Container(containers.DeclarativeContainer):
 
 
 def session_container(
-    app: AppConfig, *, mode: str, session_dir: str, resume_hint: str
+    app: AppConfig, *, mode: str, session_dir: str, resume_hint: str, verbose: bool = False
 ) -> Container:
     """The container for a session of the command line: a one-turn run or an interactive one."""
     container = Container()
+    container.verbose.override(providers.Object(verbose))
     container.app.override(providers.Object(app))
     container.mode.override(providers.Object(mode))
     container.interactive.override(providers.Object(mode == "tty"))

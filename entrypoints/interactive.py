@@ -104,16 +104,20 @@ async def run_interactive(
     return 130 if interrupts.ending else 0
 
 
-def run_interactive_session(app: AppConfig, session_dir: str, session_id: str) -> int:
+def run_interactive_session(
+    app: AppConfig, session_dir: str, session_id: str, *, verbose: bool = False
+) -> int:
     """``treadle`` alone in a terminal: wire the container and run the session."""
     greeting = [
         f"treadle {__version__} · {app.model or 'no model'} · {os.path.realpath(app.workspace)}",
         "Type a task and press Enter. Esc stops a turn; /exit or Ctrl-D leaves.",
     ]
-    return asyncio.run(_session(app, session_dir, session_id, greeting))
+    return asyncio.run(_session(app, session_dir, session_id, greeting, verbose))
 
 
-async def _session(app: AppConfig, session_dir: str, session_id: str, greeting: list[str]) -> int:
+async def _session(
+    app: AppConfig, session_dir: str, session_id: str, greeting: list[str], verbose: bool
+) -> int:
     from treadle.adapters.blessed_terminal import BlessedTerminal
     from treadle.entrypoints.container import (
         ModelNotConfigured,
@@ -126,7 +130,7 @@ async def _session(app: AppConfig, session_dir: str, session_id: str, greeting: 
 
     hint = f" — type to go on, or later: treadle --resume {session_id}"
     container = session_container(app, mode="tty", session_dir=session_dir, resume_hint=hint)
-    terminal = BlessedTerminal(resume_hint=hint, leave_now=container.leave_now())
+    terminal = BlessedTerminal(resume_hint=hint, leave_now=container.leave_now(), verbose=verbose)
     container.terminal.override(providers.Object(terminal))
     try:
         try:

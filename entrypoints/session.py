@@ -114,13 +114,14 @@ def run_session(args: argparse.Namespace) -> int:
     # well-formed here, they cannot break the transcript, the screen or a tool.
     task = well_formed(args.task) if args.task is not None else None
     tty = sys.stdout.isatty() and not (args.print or args.json)
+    verbose = bool(getattr(args, "verbose", False))
     if task is None and resuming and not (tty and sys.stdin.isatty()):
         task = RESUME_MESSAGE  # headless: go on; in a terminal, the prompt asks what next
     if task is None:
         if tty and sys.stdin.isatty():
             from treadle.entrypoints.interactive import run_interactive_session
 
-            return run_interactive_session(app, str(session_path), session_id)
+            return run_interactive_session(app, str(session_path), session_id, verbose=verbose)
         if sys.stdin.isatty() and sys.stdout.isatty():
             print(
                 "treadle: --print and --json need a task (an argument, or on stdin)",
@@ -132,10 +133,12 @@ def run_session(args: argparse.Namespace) -> int:
             print("treadle: no task given", file=sys.stderr)
             return 2
     mode = "json" if args.json else "tty" if tty else "plain"
-    return asyncio.run(_one_turn(app, task, mode, str(session_path), session_id))
+    return asyncio.run(_one_turn(app, task, mode, str(session_path), session_id, verbose))
 
 
-async def _one_turn(app: AppConfig, task: str, mode: str, session_dir: str, session_id: str) -> int:
+async def _one_turn(
+    app: AppConfig, task: str, mode: str, session_dir: str, session_id: str, verbose: bool = False
+) -> int:
     from treadle.entrypoints.container import (
         ModelNotConfigured,
         end_session,
@@ -145,7 +148,9 @@ async def _one_turn(app: AppConfig, task: str, mode: str, session_dir: str, sess
     from treadle.entrypoints.interrupts import SignalPolicy
 
     hint = f" — resume with: treadle --resume {session_id}"
-    container = session_container(app, mode=mode, session_dir=session_dir, resume_hint=hint)
+    container = session_container(
+        app, mode=mode, session_dir=session_dir, resume_hint=hint, verbose=verbose
+    )
     try:
         try:
             agent = await start_session(container)

@@ -13,8 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from treadle.adapters.blessed_terminal.screen import cell_width, fit
-from treadle.adapters.plain_terminal import describe_event
+from treadle.adapters.blessed_terminal.screen import cell_width, fit, fit_tail
+from treadle.adapters.plain_terminal import cost_text, describe_event, token_counts
 from treadle.domain.values.conversation import Usage
 from treadle.domain.values.events import (
     AnswerDelta,
@@ -36,7 +36,7 @@ from treadle.domain.values.events import (
     UsageUpdated,
 )
 from treadle.domain.values.outcome import OutcomeKind
-from treadle.domain.values.text import one_line
+from treadle.domain.values.text import one_line, printable
 
 Style = Callable[[str], str]
 
@@ -46,6 +46,8 @@ PLAN_MARKS = {"completed": "✔", "in_progress": "▸", "pending": "○"}
 # the sub-agent's own lines): no line of their own when they end well.
 QUIET_TOOLS = frozenset({"update_plan", "ask", "agent"})
 MAX_TOOL_ROWS = 6
+THOUGHT = "✻"
+EXPAND_KEY = "ctrl-o"
 
 
 def _plain(text: str) -> str:
@@ -105,6 +107,11 @@ class TurnView:
     retry_error: str = ""
     running: dict[str, RunningTool] = field(default_factory=dict)
     plans: dict[str, tuple[PlanStep, ...]] = field(default_factory=dict)
+    thinking: list[str] = field(default_factory=list)
+    """The reasoning streaming now (the main agent's), shown as one live row."""
+    thinking_tail: str = ""
+    collapsed: list[str] = field(default_factory=list)
+    """Reasoning shown as one line, kept until the expand key shows it in full."""
 
     def begin(self, now: float) -> None:
         self.started = now
@@ -118,6 +125,39 @@ class TurnView:
     def stopping(self) -> None:
         self.activity = "stopping…"
         self.retry_at = None
+
+    # Reasoning ------------------------------------------------------------------------
+
+    def think(self, text: str) -> None:
+        """A piece of the main agent's reasoning: the live row shows how it ends."""
+        self.thinking.append(text)
+        self.thinking_tail = (self.thinking_tail + text)[-400:]
+        self.activity = "thinking"
+
+    def thought_lines(self, *, verbose: bool) -> list[str]:
+        """The log's lines for the reasoning that just ended: one dim line saying how
+        long it was (the expand key shows it all), or all of it with ``verbose``."""
+        text = "".join(self.thinking).strip()
+        self.thinking.clear()
+        self.thinking_tail = ""
+        if not text:
+            return []
+        if verbose:
+            return self._thought(text)
+        self.collapsed.append(text)
+        words = len(text.split())
+        noun = "word" if words == 1 else "words"
+        return [self.styles.dim(f"{THOUGHT} thought for {words:,} {noun} · {EXPAND_KEY} to expand")]
+
+    def expanded_lines(self) -> list[str]:
+        """The reasoning shown collapsed so far, in full (then forgotten: shown once)."""
+        texts, self.collapsed = self.collapsed, []
+        return [line for text in texts for line in self._thought(text)]
+
+    def _thought(self, text: str) -> list[str]:
+        dim = self.styles.dim
+        body = [dim("  " + printable(line)) for line in text.splitlines()]
+        return [dim(f"{THOUGHT} thinking"), *body]
 
     # Events ------------------------------------------------------------------------
 
@@ -221,11 +261,8 @@ class TurnView:
             if not tool.agent
         ]
         self.running.clear()
-        usage = event.usage
-        totals = (
-            f"{requests(event.requests)} · {usage.input_tokens:,} in / "
-            f"{usage.output_tokens:,} out tokens · {format_elapsed(event.elapsed)}"
-        )
+        spent = token_counts(event.usage, ",") + cost_text(event.cost)
+        totals = f"{requests(event.requests)} · {spent} · {format_elapsed(event.elapsed)}"
         colour = {
             OutcomeKind.FINISHED: s.green,
             OutcomeKind.PAUSED: s.yellow,
@@ -255,6 +292,11 @@ class TurnView:
             rows.append(s.cyan(frame) + " " + tag + s.bold(tool.name) + " " + summary + s.dim(tail))
         if len(tools) > MAX_TOOL_ROWS:
             rows.append(s.dim(f"  … and {len(tools) - MAX_TOOL_ROWS} more"))
+        if self.thinking_tail:
+            last = one_line(self.thinking_tail.rstrip().rsplit("\n", 1)[-1], 400)
+            room = width - 1 - cell_width(THOUGHT) - 2
+            shown, _ = fit_tail(last, max(0, room - 1))
+            rows.append(s.dim(f"{THOUGHT} {'…' if shown != last else ''}{shown}"))
         activity = self.activity
         if self.retry_at is not None:
             left = math.ceil(max(0.0, self.retry_at - now))  # never "in 0 s" while waiting

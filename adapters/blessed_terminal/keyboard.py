@@ -44,6 +44,7 @@ _NAMED_KEYS = {
     "KEY_CTRL_C": Key.CTRL_C,
     "KEY_CTRL_D": Key.CTRL_D,
     "KEY_CTRL_K": Key.CTRL_K,
+    "KEY_CTRL_O": Key.CTRL_O,
     "KEY_CTRL_U": Key.CTRL_U,
     "KEY_CTRL_W": Key.CTRL_W,
     "KEY_CTRL_H": Key.BACKSPACE,

@@ -43,6 +43,8 @@ class Key:
     CTRL_C: Final = "<ctrl-c>"
     CTRL_D: Final = "<ctrl-d>"
     CTRL_K: Final = "<ctrl-k>"
+    CTRL_O: Final = "<ctrl-o>"
+    """Shows the model's reasoning in full (the display's key; no editing)."""
     CTRL_U: Final = "<ctrl-u>"
     CTRL_W: Final = "<ctrl-w>"
 

@@ -153,7 +153,9 @@ class Prompts:
 
     def press(self, key: str) -> None:
         """A key the person pressed (called on the event loop by the keyboard)."""
-        if self._reading:
+        if key == Key.CTRL_O:  # at any moment, whatever is being read
+            self.expand_reasoning()
+        elif self._reading:
             self._keys.put_nowait(key)
         elif key in (Key.ESC, Key.CTRL_C):
             self._stop_pressed(key)
@@ -247,6 +249,9 @@ class Prompts:
         raise NotImplementedError
 
     def leave_now(self) -> None:
+        raise NotImplementedError
+
+    def expand_reasoning(self) -> None:
         raise NotImplementedError
 
     def _stop_pressed(self, key: str) -> None:

@@ -8,7 +8,9 @@ Example::
 
 While a turn runs, the keyboard is read (Esc or Ctrl-C stops the turn) and the live
 rows are redrawn on a short tick; both end with the turn, leaving the terminal as it
-was. An interactive session reads its next task with :meth:`BlessedTerminal.read_task`.
+was. The model's reasoning streams dimmed in a live row and stays in the log as one
+line; Ctrl-O shows it in full (``verbose`` shows it in full at once). An
+interactive session reads its next task with :meth:`BlessedTerminal.read_task`.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from treadle.domain.rules.interrupts import CtrlC
 from treadle.domain.values.events import (
     AnswerDelta,
     ContinuationRequested,
+    ReasoningDelta,
     ResponseReceived,
     TurnEnded,
     TurnEvent,
@@ -96,11 +99,13 @@ class BlessedTerminal(Prompts):
         now: Callable[[], float] = time.monotonic,
         live: bool | None = None,
         leave_now: Callable[[], None] = lambda: os._exit(130),
+        verbose: bool = False,
     ) -> None:
         self.term = term if term is not None else quiet_blessed_terminal()
         if input_fd == -1:
             input_fd = sys.stdin.fileno() if sys.stdin is not None and sys.stdin.isatty() else None
         self.resume_hint = resume_hint
+        self.verbose = verbose
         self.styles = Styles.of(self.term)
         self._out = self.term.stream
         self.screen = Screen(
@@ -135,6 +140,8 @@ class BlessedTerminal(Prompts):
     def show(self, event: TurnEvent) -> None:
         if type(event) is AnswerDelta:  # the hot path: thousands of small pieces
             if event.text and not event.agent:
+                if self.view.thinking:
+                    self._end_reasoning()
                 self.view.activity = "writing the answer"
                 screen = self.screen
                 screen.write_text(_remove_controls("", event.text))
@@ -143,6 +150,15 @@ class BlessedTerminal(Prompts):
                 screen.flush()
             return
         now = self._now()
+        if type(event) is ReasoningDelta:
+            if event.text and not event.agent:
+                self.view.think(event.text)
+                if now - self._last_draw >= REDRAW_AFTER_TEXT:
+                    self._draw(now)
+                    self.screen.flush()
+            return
+        if self.view.thinking and not event.agent:
+            self._end_reasoning()
         if isinstance(event, TurnEnded) and not event.agent:
             self._end_turn(event)
             return
@@ -173,6 +189,25 @@ class BlessedTerminal(Prompts):
     def bind_interrupt(self, interrupt: Callable[[], None]) -> None:
         self._interrupt = interrupt
         self._begin_turn()
+
+    # Reasoning ---------------------------------------------------------------------
+
+    def _end_reasoning(self) -> None:
+        """The reasoning ended: its line goes in the log, or waits for the end of the
+        answer's row when it came in the middle of one (a continued answer)."""
+        lines = self.view.thought_lines(verbose=self.verbose)
+        if self.screen.column:
+            self._held_notes.extend(lines)
+        else:
+            self.screen.write_lines(lines)
+
+    def expand_reasoning(self) -> None:
+        """The expand key: the reasoning shown as one line so far, in full."""
+        lines = self.view.expanded_lines()
+        if lines:
+            self.screen.write_lines(lines)
+            self._draw(self._now())
+            self.screen.flush()
 
     # The session around the turns -------------------------------------------------
 

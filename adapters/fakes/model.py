@@ -22,12 +22,14 @@ from typing import Any
 
 from returns.result import Failure, Result, Success
 
-from treadle.domain.values.conversation import ToolCall, Usage
+from treadle.domain.values.conversation import Reasoning, ToolCall, Usage
 from treadle.domain.values.model import (
     HttpStatusError,
     MalformedStream,
     ModelError,
     ModelRequest,
+    ReasoningReady,
+    ReasoningText,
     StopReason,
     StreamEnd,
     StreamEvent,
@@ -46,6 +48,7 @@ class ScriptedResponse:
     ``failure`` replaces the end of the stream: with no ``text`` it fails before any
     text, otherwise after the chunks. ``chunk_delay`` is clock time between chunks.
     ``stop`` defaults to ``tool_use`` when there are calls, else ``end_turn``.
+    ``reasoning`` streams first, each piece's text then the piece itself.
     """
 
     text: tuple[str, ...] = ()
@@ -54,6 +57,7 @@ class ScriptedResponse:
     stop: StopReason | None = None
     failure: ModelError | None = None
     chunk_delay: float = 0.0
+    reasoning: tuple[Reasoning, ...] = ()
 
     @staticmethod
     def saying(text: str, *, chunks: int = 1, usage: Usage | None = None) -> ScriptedResponse:
@@ -69,6 +73,10 @@ class ScriptedResponse:
     @staticmethod
     def failing(error: ModelError, *, after: str = "") -> ScriptedResponse:
         return ScriptedResponse((after,) if after else (), failure=error)
+
+    def thinking(self, *reasoning: Reasoning) -> ScriptedResponse:
+        """This response, with ``reasoning`` before it."""
+        return replace(self, reasoning=self.reasoning + reasoning)
 
 
 class ScriptedModel:
@@ -115,6 +123,10 @@ class ScriptedModel:
             yield Failure(MalformedStream(f"the script has no response left for {task[:60]!r}"))
             return
         response = queue.pop(0)
+        for thought in response.reasoning:
+            if thought.text:
+                yield Success(ReasoningText(thought.text))
+            yield Success(ReasoningReady(thought))
         for chunk in response.text:
             if response.chunk_delay and self._clock is not None:
                 await self._clock.sleep(response.chunk_delay)
@@ -138,6 +150,7 @@ def response_from_json(data: Mapping[str, Any]) -> ScriptedResponse:
     "usage": {"input_tokens": 1, "output_tokens": 2}, "stop": "max_tokens",
     "failure": {"transport": "connection_reset"} or {"status": 503}, "chunk_delay": 0.5}``.
     ``arguments`` may be a JSON string, kept as it is (to script invalid JSON).
+    ``"reasoning": [{"kind": "thinking", "text": "…", "seal": "…"}]`` comes first.
     """
     text = data.get("text", ())
     calls = tuple(
@@ -151,7 +164,12 @@ def response_from_json(data: Mapping[str, Any]) -> ScriptedResponse:
         for call in data.get("tool_calls", ())
     )
     usage = data.get("usage", {})
+    reasoning = tuple(
+        Reasoning(r["kind"], str(r.get("text", "")), str(r.get("seal", "")))
+        for r in data.get("reasoning", ())
+    )
     return ScriptedResponse(
+        reasoning=reasoning,
         text=(text,) if isinstance(text, str) else tuple(text),
         tool_calls=calls,
         usage=Usage(int(usage.get("input_tokens", 0)), int(usage.get("output_tokens", 0))),

@@ -1,5 +1,5 @@
-"""The real Model adapters: OpenAI-compatible Chat Completions and Anthropic Messages,
-streamed over httpx, one new connection per attempt.
+"""The real Model adapters: OpenAI-compatible Chat Completions, OpenAI Responses and
+Anthropic Messages, streamed over httpx, one new connection per attempt.
 
 Importing this package loads httpx; the container imports it only when a real model
 is asked for, so ``treadle --version`` and the demo model stay light.
@@ -28,13 +28,17 @@ _import_httpx_without_its_command_line()
 
 if TYPE_CHECKING:
     from treadle.adapters.http_model.anthropic import AnthropicModel
+    from treadle.adapters.http_model.endpoint import ModelOptions
     from treadle.adapters.http_model.openai_chat import OpenAIChatModel
+    from treadle.adapters.http_model.openai_responses import OpenAIResponsesModel
 
 _ADAPTERS = {
     "AnthropicModel": "treadle.adapters.http_model.anthropic",
+    "ModelOptions": "treadle.adapters.http_model.endpoint",
     "OpenAIChatModel": "treadle.adapters.http_model.openai_chat",
+    "OpenAIResponsesModel": "treadle.adapters.http_model.openai_responses",
 }
-__all__ = ["AnthropicModel", "OpenAIChatModel"]
+__all__ = ["AnthropicModel", "ModelOptions", "OpenAIChatModel", "OpenAIResponsesModel"]
 
 
 def __getattr__(name: str) -> object:

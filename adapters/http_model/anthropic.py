@@ -1,5 +1,11 @@
 """The Model port over the Anthropic Messages API, streamed.
 
+Extended thinking is asked for with a budget (``thinking_budget``) or an effort
+(adaptive thinking); thinking and redacted-thinking blocks go back unmodified on the
+assistant messages that had them, as the API requires in a tool loop. Prompt caching
+puts ``cache_control`` breakpoints on the stable head (tools and system prompt) and on
+the newest user messages, so each request reads what the one before it wrote.
+
 Example::
 
     model = AnthropicModel(model="claude-sonnet-4-5", api_key=os.environ.get("ANTHROPIC_API_KEY"))
@@ -13,13 +19,18 @@ import json
 from typing import Any
 
 from treadle.adapters.http_model.anthropic_reader import AnthropicReader
-from treadle.adapters.http_model.endpoint import HttpModel
+from treadle.adapters.http_model.assistant_parts import assistant_parts
+from treadle.adapters.http_model.endpoint import HttpModel, ModelOptions
 from treadle.adapters.http_model.exchange import EventReader
-from treadle.domain.values.conversation import Message
+from treadle.domain.values.conversation import Message, Reasoning
 from treadle.domain.values.model import ModelRequest, ToolSpec
 
 ANTHROPIC_BASE_URL = "https://api.anthropic.com"
 ANTHROPIC_VERSION = "2023-06-01"
+CONTINUE_PROMPT = "Continue exactly where your answer stopped; do not repeat anything."
+MAX_BREAKPOINTS = 4
+"""The most ``cache_control`` markers the API takes in one request."""
+EPHEMERAL = {"type": "ephemeral"}
 
 
 class AnthropicModel(HttpModel):
@@ -39,36 +50,97 @@ class AnthropicModel(HttpModel):
         headers = {"anthropic-version": ANTHROPIC_VERSION}
         if key is not None:
             headers["x-api-key"] = key
-        prefill = _prefill(request.continuation)
-        reader = AnthropicReader(shown_whitespace=request.continuation[len(prefill) :])
-        return "/v1/messages", headers, messages_request_body(request, model=self.model), reader
+        if _thinks(request, self.options):
+            reader = AnthropicReader()  # a continuation is asked for, not prefilled
+        else:
+            prefill = _prefill(request.continuation)
+            reader = AnthropicReader(shown_whitespace=request.continuation[len(prefill) :])
+        body = messages_request_body(request, model=self.model, options=self.options)
+        return "/v1/messages", headers, body, reader
 
 
-def messages_request_body(request: ModelRequest, *, model: str) -> dict[str, Any]:
+def messages_request_body(
+    request: ModelRequest, *, model: str, options: ModelOptions | None = None
+) -> dict[str, Any]:
     """The JSON body of a streamed Messages request."""
+    options = options or ModelOptions()
+    thinking = _thinks(request, options)
     body: dict[str, Any] = {
         "model": model,
         "max_tokens": request.max_tokens,
         "stream": True,
-        "messages": anthropic_messages(request),
+        "messages": anthropic_messages(request, thinking=thinking),
     }
     if request.system:
-        body["system"] = request.system
+        body["system"] = [{"type": "text", "text": request.system}]
     if request.tools:
         body["tools"] = [_tool(spec) for spec in request.tools]
         if not request.tools_allowed:
             body["tool_choice"] = {"type": "none"}
+    if request.thinking_budget:
+        body["thinking"] = {"type": "enabled", "budget_tokens": request.thinking_budget}
+    elif options.effort:
+        body["thinking"] = {"type": "adaptive"}
+    if options.effort:
+        body["output_config"] = {"effort": options.effort}
+    if options.prompt_cache:
+        add_cache_breakpoints(body)
     return body
 
 
-def anthropic_messages(request: ModelRequest) -> list[dict[str, Any]]:
+def _thinks(request: ModelRequest, options: ModelOptions) -> bool:
+    return bool(request.thinking_budget or options.effort)
+
+
+def add_cache_breakpoints(body: dict[str, Any]) -> int:
+    """Mark what the next request will send again, so that it is read from the cache:
+    the head (tools and system prompt, one marker at its end) and the last two user
+    messages (the newest, written now and read by the next request, and the one the
+    previous request marked, read now). Returns how many markers were put in; never
+    more than the API's four, never on a thinking block or an empty text.
+
+    Markers cost nothing where the prefix is too short to cache; a write costs 1.25×
+    the input price and a read 0.1×, so a loop whose every request re-reads the last
+    one's prefix pays about a third of its uncached price.
+    """
+    marked = 0
+    head = body.get("system") or body.get("tools") or []
+    if head:
+        head[-1]["cache_control"] = dict(EPHEMERAL)
+        marked += 1
+    users = [m for m in body.get("messages", ()) if m["role"] == "user"]
+    for message in reversed(users[-2:]):
+        block = _cacheable(message["content"])
+        if block is not None and marked < MAX_BREAKPOINTS:
+            block["cache_control"] = dict(EPHEMERAL)
+            marked += 1
+    return marked
+
+
+def _cacheable(blocks: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The last block of a message that may carry a marker."""
+    for block in reversed(blocks):
+        if block["type"] in ("text", "tool_result", "tool_use") and block.get("text", "-") != "":
+            found: dict[str, Any] = block
+            return found
+    return None
+
+
+def anthropic_messages(request: ModelRequest, *, thinking: bool = False) -> list[dict[str, Any]]:
     """The conversation in Anthropic's shape: tool results are user content, and
     neighbours of one role are merged, since all results answering one assistant
-    message must come in the single user message that follows it."""
+    message must come in the single user message that follows it.
+
+    A continued answer is prefilled (the model goes on from its last character),
+    except with thinking on, which refuses a prefill: the answer so far then goes
+    back as the assistant's, and the model is asked to go on."""
     messages: list[dict[str, Any]] = []
     prefill = _prefill(request.continuation)
     turns = [(_role(message), _blocks(message)) for message in request.messages]
-    if prefill:
+    if prefill and thinking:
+        turns.append(("assistant", [{"type": "text", "text": request.continuation}]))
+        turns.append(("user", [{"type": "text", "text": CONTINUE_PROMPT}]))
+    elif prefill:
         # The model goes on from the last character of this assistant text.
         turns.append(("assistant", [{"type": "text", "text": prefill}]))
     for role, blocks in turns:
@@ -97,7 +169,6 @@ def _prefill(continuation: str) -> str:
 
 
 def _blocks(message: Message) -> list[dict[str, Any]]:
-    blocks: list[dict[str, Any]] = []
     if message.role == "tool":
         result: dict[str, Any] = {
             "type": "tool_result",
@@ -107,13 +178,26 @@ def _blocks(message: Message) -> list[dict[str, Any]]:
         if message.is_error:
             result["is_error"] = True
         return [result]
-    if message.text_for_model:
-        blocks.append({"type": "text", "text": message.text_for_model})
-    for call in message.tool_calls:
-        blocks.append(
-            {"type": "tool_use", "id": call.id, "name": call.name, "input": _input(call.arguments)}
-        )
-    return blocks
+    return assistant_parts(
+        message,
+        reasoning=_thinking_block,
+        text=lambda text: {"type": "text", "text": text},
+        call=lambda call: {
+            "type": "tool_use",
+            "id": call.id,
+            "name": call.name,
+            "input": _input(call.arguments),
+        },
+    )
+
+
+def _thinking_block(reasoning: Reasoning) -> dict[str, Any] | None:
+    """A thinking block exactly as it came; reasoning of other protocols stays home."""
+    if reasoning.kind == "thinking":
+        return {"type": "thinking", "thinking": reasoning.text, "signature": reasoning.seal}
+    if reasoning.kind == "redacted_thinking":
+        return {"type": "redacted_thinking", "data": reasoning.seal}
+    return None
 
 
 def _input(arguments: str) -> dict[str, Any]:

@@ -6,6 +6,10 @@ reason, usage) and ``message_stop``. Blocks are numbered from 0 in order; a bloc
 that skips a number or a delta for a block that is not open means the stream cannot
 be trusted, and it fails as malformed rather than guessing.
 
+Thinking blocks stream as ``thinking_delta`` pieces (shown as reasoning) and one
+``signature_delta``; a ``redacted_thinking`` block comes whole in its start. Each is
+handed over as it stops, exactly as received, to be sent back in the tool loop.
+
 Example::
 
     >>> reader = AnthropicReader()
@@ -32,9 +36,11 @@ from treadle.adapters.http_model.payload import (
     text,
 )
 from treadle.adapters.http_model.sse import SseEvent
-from treadle.domain.values.conversation import ToolCall, Usage
+from treadle.domain.values.conversation import Reasoning, ToolCall, Usage
 from treadle.domain.values.model import (
     MalformedStream,
+    ReasoningReady,
+    ReasoningText,
     StopReason,
     StreamEnd,
     TextDelta,
@@ -49,8 +55,8 @@ STOP_REASONS: dict[str, StopReason] = {
     "max_tokens": "max_tokens",
     "refusal": "refusal",
 }
-# Cached input is still input the model read; counting it keeps Anthropic's figure
-# comparable with OpenAI's prompt_tokens, which include cached tokens.
+# Anthropic's input_tokens leaves out what was read from or written to the cache;
+# the three together are the whole prompt, as OpenAI's prompt_tokens counts it.
 _INPUT_FIELDS = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
 
 
@@ -60,11 +66,12 @@ class _Malformed(Exception):
 
 @dataclass(slots=True)
 class _Block:
-    kind: Literal["text", "tool_use", "other"]
+    kind: Literal["text", "tool_use", "thinking", "redacted_thinking", "other"]
     call_id: str = ""
     name: str = ""
-    initial_input: str = ""
+    initial_input: str = ""  # a tool's input given whole; a redacted block's data
     parts: list[str] = field(default_factory=list)
+    signature: str = ""
     open: bool = True
 
 
@@ -82,6 +89,7 @@ class AnthropicReader:
         self._blocks: list[_Block] = []
         self._input = dict.fromkeys(_INPUT_FIELDS, 0)
         self._output = 0
+        self._thinking_tokens = 0
         self._stop: str | None = None
         self._stop_detail = ""
         self._last = "nothing"
@@ -169,8 +177,14 @@ class AnthropicReader:
                     initial_input=json.dumps(given) if given else "",
                 )
             )
+        elif kind == "thinking":
+            block = _Block("thinking", signature=text(start.get("signature")))
+            self._blocks.append(block)
+            return self._thought(block, text(start.get("thinking")))
+        elif kind == "redacted_thinking":
+            self._blocks.append(_Block("redacted_thinking", initial_input=text(start.get("data"))))
         else:
-            # Thinking, server-side tool use and kinds yet to come: not ours to show.
+            # Server-side tool use and kinds yet to come: not ours to show.
             self._blocks.append(_Block("other"))
         return []
 
@@ -182,14 +196,24 @@ class AnthropicReader:
             return self._text(text(delta.get("text")))
         if kind == "input_json_delta" and block.kind == "tool_use":
             block.parts.append(text(delta.get("partial_json")))
-        elif kind in ("text_delta", "input_json_delta"):
+        elif kind == "thinking_delta" and block.kind == "thinking":
+            return self._thought(block, text(delta.get("thinking")))
+        elif kind == "signature_delta" and block.kind == "thinking":
+            block.signature += text(delta.get("signature"))
+        elif kind in ("text_delta", "input_json_delta", "thinking_delta", "signature_delta"):
             raise _Malformed(f"{kind} for block {payload['index']}, a {block.kind} block")
-        # Anything else (thinking, signatures, citations) is not part of the answer.
+        # Anything else (citations, kinds yet to come) is not part of the answer.
         return []
 
     def _block_stop(self, payload: JsonObject) -> list[StreamItem]:
         block = self._open_block(payload)
         block.open = False
+        if block.kind == "thinking":
+            thought = Reasoning("thinking", "".join(block.parts), block.signature)
+            return [Success(ReasoningReady(thought))]
+        if block.kind == "redacted_thinking":
+            sealed = Reasoning("redacted_thinking", seal=block.initial_input)
+            return [Success(ReasoningReady(sealed))]
         if block.kind != "tool_use":
             return []
         # Emitted only now: a call whose block never stops was cut off (see message_stop).
@@ -216,7 +240,13 @@ class AnthropicReader:
         still_open = [i for i, block in enumerate(self._blocks) if block.open]
         if still_open and self._stop != "max_tokens":
             raise _Malformed(f"message_stop while block {still_open[0]} is still open")
-        usage = Usage(sum(self._input.values()), self._output)
+        usage = Usage(
+            sum(self._input.values()),
+            self._output,
+            cache_read_tokens=self._input["cache_read_input_tokens"],
+            cache_write_tokens=self._input["cache_creation_input_tokens"],
+            reasoning_tokens=self._thinking_tokens,
+        )
         reason = STOP_REASONS.get(self._stop, "other")
         detail = self._stop if reason == "other" else self._stop_detail
         self.ended = True
@@ -229,6 +259,15 @@ class AnthropicReader:
                 self._input[name] = count(usage[name])
         if "output_tokens" in usage:
             self._output = count(usage["output_tokens"])
+        details = obj(usage.get("output_tokens_details"))
+        if "thinking_tokens" in details:
+            self._thinking_tokens = count(details["thinking_tokens"])
+
+    def _thought(self, block: _Block, new: str) -> list[StreamItem]:
+        if not new:
+            return []
+        block.parts.append(new)
+        return [Success(ReasoningText(new))]
 
     def _text(self, new: str) -> list[StreamItem]:
         if self._skip and new:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import httpx
@@ -15,9 +16,28 @@ from treadle.adapters.http_model.transport import Connection, StreamLimits, chec
 from treadle.domain.values.model import CredentialsRejected, ModelError, ModelRequest, StreamEvent
 
 
+@dataclass(frozen=True, slots=True)
+class ModelOptions:
+    """What a session asks of its model beyond each request; a protocol takes what it
+    knows of them.
+
+    ``effort`` is the reasoning effort (``low``, ``high``…; "" sends none). ``session``
+    is the session's id, OpenAI's ``prompt_cache_key`` on its own API. ``prompt_cache``
+    puts Anthropic's ``cache_control`` breakpoints in. ``reasoning_echo`` sends
+    ``reasoning_content`` back on Chat Completions messages that called tools (DeepSeek
+    refuses a tool loop without it; a server that refuses the field can be spared it).
+    """
+
+    effort: str = ""
+    session: str = ""
+    prompt_cache: bool = True
+    reasoning_echo: bool = True
+
+
 class HttpModel:
     """The Model port over HTTP, streamed; one attempt per :meth:`stream` call, each on a
-    new connection (the turn loop decides about retries).
+    new connection (the turn loop decides about retries). ``options`` are the
+    session's wishes beyond each request (:class:`ModelOptions`).
 
     ``api_key`` is the key itself (the caller reads it from ``key_env``, which is only
     named here to say what to set). The hosted API (``HOSTED_URL``) needs one; a server
@@ -39,8 +59,10 @@ class HttpModel:
         read_timeout: float = 120,
         transport: httpx.AsyncBaseTransport | None = None,
         limits: StreamLimits | None = None,
+        options: ModelOptions | None = None,
     ) -> None:
         self.model = model
+        self.options = options or ModelOptions()
         self.base_url = self.normalized_base_url(checked_base_url(base_url or self.HOSTED_URL))
         self.key_env = key_env or self.KEY_ENV
         self.hosted = self.base_url == self.HOSTED_URL

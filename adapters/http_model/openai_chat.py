@@ -1,6 +1,13 @@
 """The Model port over OpenAI-compatible Chat Completions: OpenAI itself, and local
 servers that speak the same protocol (Ollama, vLLM, llama.cpp, LM Studio).
 
+Reasoning that streamed in goes back as DeepSeek's rule asks: ``reasoning_content`` on
+every assistant message that called tools (``""`` when it thought nothing), and
+OpenRouter's ``reasoning_details`` as they came. OpenAI's own API shows no reasoning on
+this protocol and gets neither. The head of every request (the system prompt, the
+tools) is the same from one request to the next, so a server's prefix cache holds,
+and OpenAI's own API is told the session (``prompt_cache_key``) to route it there.
+
 Example::
 
     model = OpenAIChatModel(model="gpt-4.1", api_key=os.environ.get("OPENAI_API_KEY"))
@@ -10,9 +17,10 @@ Example::
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
-from treadle.adapters.http_model.endpoint import HttpModel
+from treadle.adapters.http_model.endpoint import HttpModel, ModelOptions
 from treadle.adapters.http_model.exchange import EventReader
 from treadle.adapters.http_model.openai_chat_reader import OpenAIChatReader
 from treadle.domain.values.conversation import Message
@@ -32,20 +40,25 @@ class OpenAIChatModel(HttpModel):
         self, request: ModelRequest, key: str | None
     ) -> tuple[str, dict[str, str], dict[str, Any], EventReader]:
         headers = {"authorization": f"Bearer {key}"} if key is not None else {}
-        body = chat_request_body(request, model=self.model, hosted=self.hosted)
+        body = chat_request_body(
+            request, model=self.model, hosted=self.hosted, options=self.options
+        )
         return "/chat/completions", headers, body, OpenAIChatReader()
 
 
-def chat_request_body(request: ModelRequest, *, model: str, hosted: bool) -> dict[str, Any]:
+def chat_request_body(
+    request: ModelRequest, *, model: str, hosted: bool, options: ModelOptions | None = None
+) -> dict[str, Any]:
     """The JSON body of a streamed Chat Completions request.
 
     The budget is ``max_completion_tokens`` on the hosted API (its reasoning models
     refuse ``max_tokens``) and ``max_tokens`` elsewhere, the name every compatible
     server knows.
     """
+    options = options or ModelOptions()
     body: dict[str, Any] = {
         "model": model,
-        "messages": chat_messages(request),
+        "messages": chat_messages(request, echo=options.reasoning_echo and not hosted),
         "stream": True,
         "stream_options": {"include_usage": True},
         ("max_completion_tokens" if hosted else "max_tokens"): request.max_tokens,
@@ -54,14 +67,19 @@ def chat_request_body(request: ModelRequest, *, model: str, hosted: bool) -> dic
         body["tools"] = [_tool(spec) for spec in request.tools]
         if not request.tools_allowed:
             body["tool_choice"] = "none"
+    if options.effort:
+        body["reasoning_effort"] = options.effort
+    if hosted and options.session:
+        body["prompt_cache_key"] = options.session
     return body
 
 
-def chat_messages(request: ModelRequest) -> list[dict[str, Any]]:
+def chat_messages(request: ModelRequest, *, echo: bool = True) -> list[dict[str, Any]]:
+    """The conversation in Chat Completions' shape; ``echo`` sends reasoning back."""
     messages: list[dict[str, Any]] = []
     if request.system:
         messages.append({"role": "system", "content": request.system})
-    messages.extend(_message(message) for message in request.messages)
+    messages.extend(_message(message, echo) for message in request.messages)
     if request.continuation:
         # The protocol has no prefill: the answer so far goes back as the assistant's,
         # and the model is asked to go on from its last character.
@@ -70,7 +88,7 @@ def chat_messages(request: ModelRequest) -> list[dict[str, Any]]:
     return messages
 
 
-def _message(message: Message) -> dict[str, Any]:
+def _message(message: Message, echo: bool) -> dict[str, Any]:
     match message.role:
         case "user":
             return {"role": "user", "content": message.text}
@@ -90,7 +108,24 @@ def _message(message: Message) -> dict[str, Any]:
                     }
                     for call in message.tool_calls
                 ]
+                if echo:
+                    # DeepSeek refuses a tool loop without it, even when it is empty.
+                    entry["reasoning_content"] = "".join(
+                        r.text for r in message.reasoning if r.kind == "reasoning_content"
+                    )
+            details = [r.seal for r in message.reasoning if r.kind == "reasoning_details"]
+            if echo and details:
+                entry["reasoning_details"] = [d for seal in details for d in _details(seal)]
             return entry
+
+
+def _details(seal: str) -> list[Any]:
+    """OpenRouter's reasoning details as they came (nothing, should the seal be broken)."""
+    try:
+        details = json.loads(seal)
+    except ValueError:
+        return []
+    return details if isinstance(details, list) else []
 
 
 def _tool(spec: ToolSpec) -> dict[str, Any]:

@@ -8,6 +8,11 @@ follows when ``stream_options.include_usage`` was asked for, and ``data: [DONE]`
 ends the stream. Only choice 0 is read: treadle asks for one answer, and a server
 that sends more is answered with the first.
 
+Reasoning comes in ``reasoning_content`` deltas (DeepSeek, llama.cpp, older vLLM) or
+``reasoning`` ones (OpenRouter, vLLM); OpenRouter adds ``reasoning_details``, signed or
+encrypted pieces that must go back unmodified. All of it is handed over when the
+choice finishes, before its tool calls.
+
 Example::
 
     >>> reader = OpenAIChatReader()
@@ -32,9 +37,11 @@ from treadle.adapters.http_model.payload import (
     text,
 )
 from treadle.adapters.http_model.sse import SseEvent
-from treadle.domain.values.conversation import ToolCall, Usage
+from treadle.domain.values.conversation import Reasoning, ToolCall, Usage
 from treadle.domain.values.model import (
     MalformedStream,
+    ReasoningReady,
+    ReasoningText,
     StopReason,
     StreamEnd,
     TextDelta,
@@ -68,6 +75,8 @@ class OpenAIChatReader:
         self._called = False
         self._usage: Usage | None = None
         self._chunks = 0
+        self._reasoning: list[str] = []
+        self._details: dict[int, JsonObject] = {}
 
     def read(self, event: SseEvent) -> list[StreamItem]:
         if event.data == "[DONE]":
@@ -81,9 +90,7 @@ class OpenAIChatReader:
         usage = payload.get("usage")
         if isinstance(usage, dict):
             # Some servers repeat a running total on every chunk; the last one counts.
-            self._usage = Usage(
-                count(usage.get("prompt_tokens")), count(usage.get("completion_tokens"))
-            )
+            self._usage = chat_usage(usage)
         items: list[StreamItem] = []
         choices = payload.get("choices")
         for choice in choices if isinstance(choices, list) else []:
@@ -103,6 +110,13 @@ class OpenAIChatReader:
     def _choice(self, choice: JsonObject) -> list[StreamItem]:
         items: list[StreamItem] = []
         delta = obj(choice.get("delta"))
+        thought = text(delta.get("reasoning_content")) or text(delta.get("reasoning"))
+        if thought:
+            self._reasoning.append(thought)
+            items.append(Success(ReasoningText(thought)))
+        details = delta.get("reasoning_details")
+        for detail in details if isinstance(details, list) else []:
+            self._take_detail(obj(detail))
         content = text(delta.get("content"))
         if content:
             items.append(Success(TextDelta(content)))
@@ -118,7 +132,31 @@ class OpenAIChatReader:
         finish = choice.get("finish_reason")
         if isinstance(finish, str) and self._finish is None:
             self._finish = finish
+            items.extend(self._finished_reasoning())
             items.extend(self._finished_calls(finish))
+        return items
+
+    def _take_detail(self, detail: JsonObject) -> None:
+        """A piece of a reasoning detail: pieces of one index are one detail, their
+        texts joined in order (OpenRouter streams a signed text in many)."""
+        index = detail.get("index", len(self._details))
+        index = index if isinstance(index, int) else len(self._details)
+        whole = self._details.setdefault(index, {})
+        for name, value in detail.items():
+            if isinstance(value, str) and isinstance(whole.get(name), str) and name != "type":
+                whole[name] += value
+            elif whole.get(name) is None:
+                whole[name] = value
+
+    def _finished_reasoning(self) -> list[StreamItem]:
+        items: list[StreamItem] = []
+        if self._reasoning:
+            thought = Reasoning("reasoning_content", "".join(self._reasoning))
+            items.append(Success(ReasoningReady(thought)))
+        if self._details:
+            details = [self._details[index] for index in sorted(self._details)]
+            sealed = Reasoning("reasoning_details", seal=json.dumps(details, ensure_ascii=False))
+            items.append(Success(ReasoningReady(sealed)))
         return items
 
     def _take_call_fragment(self, position: int, fragment: JsonObject) -> None:
@@ -170,3 +208,18 @@ class OpenAIChatReader:
     def _end(self, items: list[StreamItem]) -> list[StreamItem]:
         self.ended = True
         return items
+
+
+def chat_usage(usage: JsonObject) -> Usage:
+    """Chat Completions usage by kind: cached tokens are part of the prompt's count,
+    reasoning part of the completion's (DeepSeek says cache hits in its own field)."""
+    prompt = obj(usage.get("prompt_tokens_details"))
+    completion = obj(usage.get("completion_tokens_details"))
+    return Usage(
+        count(usage.get("prompt_tokens")),
+        count(usage.get("completion_tokens")),
+        cache_read_tokens=count(prompt.get("cached_tokens"))
+        or count(usage.get("prompt_cache_hit_tokens")),
+        cache_write_tokens=count(prompt.get("cache_write_tokens")),
+        reasoning_tokens=count(completion.get("reasoning_tokens")),
+    )

@@ -2,6 +2,12 @@
 
 The decisions are the pure functions of :mod:`retry` and :mod:`truncation`; this
 module only drives the Model and Clock ports with them and reports what happens.
+
+Reasoning streams to the screen apart from the answer and is kept with it, exactly
+as it came. It is not answer text: a transient failure after only reasoning was
+shown is still retried. The retried attempt thinks afresh and shows its own
+reasoning (nothing shown is shown again), and the failed attempt's reasoning is not
+kept, since the protocols want back only what belongs to the answer they gave.
 """
 
 from __future__ import annotations
@@ -17,10 +23,11 @@ from treadle.domain.loop.stop import STOPPED, StopSignal
 from treadle.domain.rules.history import History, unique_call
 from treadle.domain.rules.retry import GiveUp, decide_retry
 from treadle.domain.rules.truncation import continue_truncated, past_its_budget
-from treadle.domain.values.conversation import Message, ToolCall, Usage
+from treadle.domain.values.conversation import Message, Reasoning, ToolCall, Usage
 from treadle.domain.values.events import (
     AnswerDelta,
     ContinuationRequested,
+    ReasoningDelta,
     RequestFailed,
     RequestSent,
     ResponseReceived,
@@ -31,6 +38,8 @@ from treadle.domain.values.model import (
     MalformedStream,
     ModelError,
     ModelRequest,
+    ReasoningReady,
+    ReasoningText,
     StreamEnd,
     StreamEvent,
     TextDelta,
@@ -48,10 +57,12 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True, slots=True)
 class Answer:
-    """A complete response: its text (continuations joined) and the calls it asks for."""
+    """A complete response: its text (continuations joined), the calls it asks for,
+    and the reasoning that led there."""
 
     text: str
     tool_calls: tuple[ToolCall, ...]
+    reasoning: tuple[Reasoning, ...] = ()
 
 
 @dataclass(slots=True)
@@ -62,6 +73,7 @@ class _Reply:
     shown: str = ""
     continuations: int = 0
     attempt: int = 1
+    reasoning: list[Reasoning] = field(default_factory=list)  # of the parts already cut
 
 
 @dataclass(slots=True)
@@ -70,7 +82,8 @@ class _Attempt:
 
     parts: list[str] = field(default_factory=list)
     calls: list[ToolCall] = field(default_factory=list)
-    size: int = 0  # characters of text and call arguments
+    reasoning: list[Reasoning] = field(default_factory=list)
+    size: int = 0  # characters of text, reasoning and call arguments
     usage: Usage = field(default_factory=Usage)
     end: StreamEnd | None = None
     error: ModelError | None = None
@@ -124,6 +137,7 @@ class Responder:
                 continuation=reply.shown,
                 attempt=reply.attempt,
                 tools_allowed=tools_allowed,
+                thinking_budget=self.settings.budget.thinking,
             )
             self._announce(request, history)
             current = _Attempt()
@@ -155,14 +169,17 @@ class Responder:
                     tuple(current.calls),
                     current.usage,
                     current.end.stop_reason,
+                    tuple(current.reasoning),
                     self.agent,
                 )
             )
             if current.end.stop_reason != "max_tokens":
-                return Answer(reply.shown + current.text, tuple(current.calls))
+                reasoning = (*reply.reasoning, *current.reasoning)
+                return Answer(reply.shown + current.text, tuple(current.calls), reasoning)
             # Cut by the budget: whatever calls it held may be cut too, so none runs;
             # the model goes on from the text already shown.
             reply.shown += current.text
+            reply.reasoning += current.reasoning
             truncated = self._after_cut(reply)
             if truncated is not None:
                 _keep_partial(history, reply.shown, ())
@@ -250,6 +267,14 @@ class Responder:
                         attempt.size += len(text)
                         self.doing = "writing its answer"
                         self.emit(AnswerDelta(text, self.agent))
+                case Success(ReasoningText(text=text)):
+                    if text:
+                        text = well_formed(text)
+                        attempt.size += len(text)
+                        self.doing = "thinking"
+                        self.emit(ReasoningDelta(text, self.agent))
+                case Success(ReasoningReady(reasoning=reasoning)):
+                    attempt.reasoning.append(_kept(reasoning, position=len(attempt.calls)))
                 case Success(ToolCallReady(call=call)):
                     here = {c.id for c in attempt.calls}
                     attempt.calls.append(unique_call(call, taken, here))
@@ -275,8 +300,19 @@ class Responder:
             self.on_usage(usage)
 
 
+def _kept(reasoning: Reasoning, *, position: int) -> Reasoning:
+    """Reasoning as the conversation keeps it: where it came among the calls, and text
+    that is well-formed (as a server that signs it sends it: unchanged)."""
+    return Reasoning(
+        reasoning.kind, well_formed(reasoning.text), well_formed(reasoning.seal), position
+    )
+
+
 def _keep_partial(history: History, text: str, calls: Sequence[ToolCall]) -> None:
-    """Keep what was shown of an answer that did not complete, marked as interrupted."""
+    """Keep what was shown of an answer that did not complete, marked as interrupted.
+
+    Its reasoning is left out: the next request starts a new answer, and no protocol
+    wants back reasoning whose answer it never finished."""
     if text or calls:
         history.append(Message.assistant(text, tuple(calls), interrupted=True))
 

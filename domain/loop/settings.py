@@ -8,6 +8,7 @@ from treadle.domain.loop.prompt import SYSTEM_PROMPT
 from treadle.domain.rules.approval import ApprovalPolicy
 from treadle.domain.rules.retry import RetrySchedule
 from treadle.domain.rules.truncation import TokenBudget
+from treadle.domain.values.prices import Prices
 from treadle.domain.values.tools import ToolLimits
 
 
@@ -45,3 +46,5 @@ class TurnSettings:
     """How deep sub-agents may nest: the main agent's are 1 deep, theirs 2…"""
     log_path: str = ""
     """Where tracebacks go (the session's ``treadle.log``); named by a failure's line."""
+    prices: Prices | None = None
+    """The model's prices, where configured: a turn's end then says what it cost."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from treadle.domain.loop.builtin_tools import AskTool, BashTool, UpdatePlanTool
 from treadle.domain.loop.response import Answer, Responder
@@ -174,7 +174,9 @@ class Agent:
     def _end(self, outcome: TurnOutcome, started: float) -> None:
         self._turn_started = None
         elapsed = self.ports.clock.now() - started
-        self.emit(TurnEnded(outcome, self.usage, self.requests, elapsed, self.name))
+        prices = self.settings.prices
+        cost = prices.cost(self.usage) if prices is not None else None
+        self.emit(TurnEnded(outcome, self.usage, self.requests, elapsed, self.name, cost))
 
     def abandon_turn(self) -> None:
         """Record the running turn as paused, now: treadle is leaving at once (a second
@@ -189,7 +191,9 @@ class Agent:
             answer = await self.responder.respond(self.history, specs, stop)
             if not isinstance(answer, Answer):
                 return answer
-            self.history.append(Message.assistant(answer.text, answer.tool_calls))
+            self.history.append(
+                Message.assistant(answer.text, answer.tool_calls, reasoning=answer.reasoning)
+            )
             if not answer.tool_calls:
                 return Answered()
             ended = await self._run_calls(answer, stop)
@@ -207,7 +211,9 @@ class Agent:
         specs = [tool.spec for tool in self.tools.values()]
         answer = await self.responder.respond(self.history, specs, stop, tools_allowed=False)
         if isinstance(answer, Answer):
-            self.history.append(Message.assistant(answer.text))
+            # Its calls are dropped: its reasoning all comes before the text.
+            reasoning = tuple(replace(r, position=0) for r in answer.reasoning)
+            self.history.append(Message.assistant(answer.text, reasoning=reasoning))
         return answer
 
     # Tools -------------------------------------------------------------------------

@@ -60,7 +60,7 @@ class History:
 
 
 def _canonical(message: Message) -> bytes:
-    fields = [
+    fields: list[object] = [
         message.role,
         message.text,
         [[c.id, c.name, c.arguments] for c in message.tool_calls],
@@ -68,6 +68,8 @@ def _canonical(message: Message) -> bytes:
         message.is_error,
         message.interrupted,
     ]
+    if message.reasoning:  # only then: histories without reasoning keep their digests
+        fields.append([[r.kind, r.text, r.seal, str(r.position)] for r in message.reasoning])
     # The digest must never fail, whatever a message holds.
     return json.dumps(fields, ensure_ascii=False).encode("utf-8", "surrogatepass") + b"\n"
 

@@ -16,16 +16,25 @@ from treadle.domain.values.outcome import Truncated
 
 @dataclass(frozen=True, slots=True)
 class TokenBudget:
-    """The output budget of a request, how it grows when cut, its cap, and how often."""
+    """The output budget of a request, how it grows when cut, its cap, and how often.
+
+    ``thinking`` is the part of every request's budget the model may spend thinking
+    before it answers (0: none asked for). It counts inside the budget, as Anthropic
+    counts it inside ``max_tokens``, so it must leave room for an answer: it is less
+    than ``initial``, and the budget only grows from there.
+    """
 
     initial: int = 8192
     growth: float = 2.0
     cap: int = 32768
     continuations: int = 3
+    thinking: int = 0
 
     def __post_init__(self) -> None:
         if not 1 <= self.initial <= self.cap:
             raise ValueError("token budget: need 1 <= initial <= cap")
+        if not 0 <= self.thinking < self.initial:
+            raise ValueError("token budget: the thinking budget must be less than the budget")
         if self.growth < 1.0:
             raise ValueError("token budget: growth must be at least 1")
         if self.continuations < 0:

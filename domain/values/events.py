@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from treadle.domain.values.conversation import Message, ToolCall, Usage
+from treadle.domain.values.conversation import Message, Reasoning, ToolCall, Usage
 from treadle.domain.values.model import StopReason
 from treadle.domain.values.outcome import TurnOutcome
 
@@ -56,14 +56,24 @@ class AnswerDelta:
 
 
 @dataclass(frozen=True, slots=True)
+class ReasoningDelta:
+    """A piece of the model's reasoning streams in: shown apart from the answer."""
+
+    text: str
+    agent: str = ""
+
+
+@dataclass(frozen=True, slots=True)
 class ResponseReceived:
-    """A response ended: everything it said, as one value (replay answers with these)."""
+    """A response ended: everything it said, as one value (replay answers with these).
+    ``reasoning`` is what it thought, exactly as the protocol wants it back."""
 
     number: int
     text: str
     tool_calls: tuple[ToolCall, ...]
     usage: Usage
     stop_reason: StopReason
+    reasoning: tuple[Reasoning, ...] = ()
     agent: str = ""
 
 
@@ -176,11 +186,14 @@ class Notice:
 
 @dataclass(frozen=True, slots=True)
 class TurnEnded:
+    """``cost`` is what ``usage`` cost in dollars, where the model's prices are configured."""
+
     outcome: TurnOutcome
     usage: Usage
     requests: int
     elapsed: float
     agent: str = ""
+    cost: float | None = None
 
 
 TurnEvent = (
@@ -188,6 +201,7 @@ TurnEvent = (
     | MessageAdded
     | RequestSent
     | AnswerDelta
+    | ReasoningDelta
     | ResponseReceived
     | RequestFailed
     | RetryScheduled

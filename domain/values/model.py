@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from treadle.domain.values.conversation import Message, ToolCall, Usage
+from treadle.domain.values.conversation import Message, Reasoning, ToolCall, Usage
 
 StopReason = Literal["end_turn", "tool_use", "max_tokens", "refusal", "other"]
 
@@ -34,6 +34,8 @@ class ModelRequest:
     continue). ``attempt`` counts from 1; every attempt goes out on a new connection.
     ``tools_allowed`` False still describes the tools (a history with tool calls needs
     them) but asks for an answer without calling any (a sub-agent's final report).
+    ``thinking_budget`` is the part of ``max_tokens`` the model may spend thinking
+    (0: no extended thinking asked for; only Anthropic's protocol takes a budget).
     ``messages`` is a view of the live history, valid while the request is made:
     copying it on every request would make a long turn quadratic.
     """
@@ -45,6 +47,7 @@ class ModelRequest:
     continuation: str = ""
     attempt: int = 1
     tools_allowed: bool = True
+    thinking_budget: int = 0
 
 
 # Stream events -------------------------------------------------------------
@@ -53,6 +56,21 @@ class ModelRequest:
 @dataclass(frozen=True, slots=True)
 class TextDelta:
     text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ReasoningText:
+    """A piece of the model's readable reasoning, as it streams (shown, never answer text)."""
+
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ReasoningReady:
+    """A whole piece of reasoning, as the protocol will want it back (its ``position``
+    is set by the loop, from the calls that came before it)."""
+
+    reasoning: Reasoning
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,7 +93,7 @@ class StreamEnd:
     detail: str = ""
 
 
-StreamEvent = TextDelta | ToolCallReady | UsageReported | StreamEnd
+StreamEvent = TextDelta | ReasoningText | ReasoningReady | ToolCallReady | UsageReported | StreamEnd
 
 
 # Failures ------------------------------------------------------------------

@@ -148,11 +148,18 @@ def test_every_key_can_be_set_from_a_file(places: tuple[Path, Path, dict[str, st
             "answer_limit = 2048",
             "event_limit = 2048",
             "subagent_depth = 1",
+            'api = "responses"',
+            "thinking_budget = 0",
+            'effort = "high"',
+            'reasoning_echo = "off"',
             "project_instructions = false",
             "project_instructions_limit = 100",
             'mcp_allowed = ["mcp__time__*"]',
             "[mcp_servers.time]",
             'command = "mcp-server-time"',
+            '[prices."gpt-4.1"]',
+            "input = 2.0",
+            "output = 8.0",
         ]
     )
     _, workspace, environ = places
@@ -205,7 +212,7 @@ ERRORS = [
     ("env", "TREADLE_BASE_URL=https://:99999", ["TREADLE_BASE_URL", "Port out of range"]),
     ("flag", "base_url=http://", ["flag --base-url", "with a host"]),
     ("project", "key_env = 'sk-abc'", ["key_env", "environment variable name"]),
-    ("project", "provider = 'mistral'", ["provider", "openai, anthropic"]),
+    ("project", "provider = 'mistral'", ["provider", "openai, openai-responses, anthropic"]),
     (
         "project",
         "max_tokens_cap = 100",

@@ -53,7 +53,13 @@ def test_every_line_is_one_json_event_and_the_last_is_the_outcome(tmp_path: Path
         "exit_code": 0,
         "line": "Turn finished",
     }
-    assert records[-1]["usage"] == {"input_tokens": 130, "output_tokens": 9}
+    assert records[-1]["usage"] == {
+        "input_tokens": 130,
+        "output_tokens": 9,
+        "cache_read_tokens": 0,
+        "cache_write_tokens": 0,
+        "reasoning_tokens": 0,
+    }
     assert (tmp_path / "hi.txt").read_text() == "hi\n"
 
 

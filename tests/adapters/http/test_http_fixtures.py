@@ -46,16 +46,18 @@ ANTHROPIC = {
     "anthropic/incomplete_partial_json_response.sse": Expected(
         TAX_TEXT, usage=Usage(450, 124), end=StreamEnd("max_tokens")
     ),
-    # Input counts cached tokens too: 11 + 3 created + 5 read.
+    # Input counts cached tokens too: 11 + 3 written + 5 read.
     "anthropic/missing_usage_response.sse": Expected(
-        "hi", usage=Usage(19, 1), end=StreamEnd("end_turn")
+        "hi",
+        usage=Usage(19, 1, cache_read_tokens=5, cache_write_tokens=3),
+        end=StreamEnd("end_turn"),
     ),
     "anthropic/out_of_order_response.sse": Expected(
         failure_says="content_block_start for block 1 before block 0"
     ),
     "anthropic/refusal_response.sse": Expected(
         "",
-        usage=Usage(20, 120),
+        usage=Usage(20, 120, reasoning_tokens=67),
         end=StreamEnd("refusal", "cyber: This request was refused due to policy."),
     ),
     "anthropic/stop_details_response.sse": Expected(

@@ -13,11 +13,13 @@ from treadle.adapters.http_model.anthropic_reader import AnthropicReader
 from treadle.adapters.http_model.exchange import StreamItem
 from treadle.adapters.http_model.openai_chat_reader import OpenAIChatReader
 from treadle.adapters.http_model.sse import SseEvent
-from treadle.domain.values.conversation import ToolCall, Usage
+from treadle.domain.values.conversation import Reasoning, ToolCall, Usage
 from treadle.domain.values.model import (
     HttpStatusError,
     MalformedStream,
     ModelError,
+    ReasoningReady,
+    ReasoningText,
     StreamEnd,
     TextDelta,
     ToolCallReady,
@@ -343,7 +345,7 @@ def test_openai_finish_reasons(finish: str, end: StreamEnd) -> None:
     assert feed(OpenAIChatReader(), chunk({}, finish), DONE) == [Success(end)]
 
 
-def test_reasoning_text_and_other_choices_are_not_the_answer() -> None:
+def test_reasoning_is_read_apart_from_the_answer_and_other_choices_not_at_all() -> None:
     items = feed(
         OpenAIChatReader(),
         chunk({"reasoning_content": "Let me think."}),
@@ -352,7 +354,12 @@ def test_reasoning_text_and_other_choices_are_not_the_answer() -> None:
         chunk({}, "stop"),
         DONE,
     )
-    assert [item.unwrap() for item in items] == [TextDelta("mine"), StreamEnd("end_turn")]
+    assert [item.unwrap() for item in items] == [
+        ReasoningText("Let me think."),
+        TextDelta("mine"),
+        ReasoningReady(Reasoning("reasoning_content", "Let me think.")),
+        StreamEnd("end_turn"),
+    ]
 
 
 @pytest.mark.parametrize(

@@ -20,6 +20,7 @@ BASH = ToolSpec(
     {"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]},
 )
 CALL = ToolCall("call_1", "bash", '{"command": "ls"}')
+EPHEMERAL = {"type": "ephemeral"}
 BROKEN_CALL = ToolCall("call_2", "bash", '{"command": ls}')
 HISTORY = (
     Message.user("List the files."),
@@ -76,6 +77,8 @@ async def test_openai_chat_request_carries_the_whole_conversation(server: Script
                         "function": {"name": "bash", "arguments": '{"command": ls}'},
                     },
                 ],
+                # DeepSeek's rule, on every server but OpenAI's own: even when empty.
+                "reasoning_content": "",
             },
             {"role": "tool", "tool_call_id": "call_1", "content": "a.py\nb.py"},
             {"role": "tool", "tool_call_id": "call_2", "content": "invalid JSON arguments"},
@@ -128,7 +131,8 @@ async def test_anthropic_request_carries_the_whole_conversation(server: Scripted
         "model": "claude-test",
         "max_tokens": 2048,
         "stream": True,
-        "system": "You are terse.",
+        # The stable head, and the two newest user messages, are marked for the cache.
+        "system": [{"type": "text", "text": "You are terse.", "cache_control": EPHEMERAL}],
         "messages": [
             {"role": "user", "content": [{"type": "text", "text": "List the files."}]},
             {
@@ -155,11 +159,15 @@ async def test_anthropic_request_carries_the_whole_conversation(server: Scripted
                         "tool_use_id": "call_2",
                         "content": "invalid JSON arguments",
                         "is_error": True,
+                        "cache_control": EPHEMERAL,
                     },
                 ],
             },
             {"role": "assistant", "content": [{"type": "text", "text": "Two files."}]},
-            {"role": "user", "content": [{"type": "text", "text": "Thanks."}]},
+            {
+                "role": "user",
+                "content": [{"type": "text", "text": "Thanks.", "cache_control": EPHEMERAL}],
+            },
         ],
         "tools": [
             {
