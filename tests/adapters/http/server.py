@@ -8,6 +8,11 @@ until the client hangs up (counted in ``hangups``) or the server stops. A reques
 whose tool list the provider behind its path would refuse is answered with the
 provider's 400 (``provider_rules``), before the script is consulted.
 
+A ``guard`` plays the part of a server that checks what it is sent: it sees each
+request before the script does, and may answer it with a refusal of its own instead
+(see :mod:`tests.adapters.http.thinking_server`: reasoning that must come back unchanged,
+cache markers that must be few and sit on a stable prefix).
+
 Example::
 
     async with ScriptedServer.running([Reply.sse(body), Reply(status=503)]) as server:
@@ -23,7 +28,7 @@ import json
 import socket
 import struct
 from collections import deque
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable
 from dataclasses import dataclass, field
 from http import HTTPStatus
 from typing import Any, Literal
@@ -84,9 +89,13 @@ def split_events(body: bytes) -> tuple[bytes, ...]:
     return tuple(chunks)
 
 
+Guard = Callable[[SeenRequest], "Reply | None"]
+
+
 @dataclass
 class ScriptedServer:
     script: deque[Reply]
+    guard: Guard | None = None
     requests: list[SeenRequest] = field(default_factory=list)
     connections: int = 0
     unscripted: int = 0
@@ -101,8 +110,10 @@ class ScriptedServer:
 
     @classmethod
     @contextlib.asynccontextmanager
-    async def running(cls, script: Iterable[Reply] = ()) -> AsyncIterator[ScriptedServer]:
-        server = cls(deque(script))
+    async def running(
+        cls, script: Iterable[Reply] = (), *, guard: Guard | None = None
+    ) -> AsyncIterator[ScriptedServer]:
+        server = cls(deque(script), guard)
         server._server = await asyncio.start_server(server._serve, "127.0.0.1", 0)
         try:
             yield server
@@ -163,12 +174,16 @@ class ScriptedServer:
                 name, _, value = line.partition(":")
                 headers[name.strip().lower()] = value.strip()
         body = await reader.readexactly(int(headers.get("content-length", "0")))
-        self.requests.append(SeenRequest(port, method, path, headers, body))
+        seen = SeenRequest(port, method, path, headers, body)
+        self.requests.append(seen)
         refused = _refusal(path, body)
         if refused is not None:
             self.refused += 1
             return await self._play(Reply.error(400, refused), writer)
-        if self.script:
+        refusal = self.guard(seen) if self.guard is not None else None
+        if refusal is not None:
+            reply = refusal
+        elif self.script:
             reply = self.script.popleft()
         else:
             self.unscripted += 1

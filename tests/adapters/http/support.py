@@ -9,10 +9,12 @@ from pathlib import Path
 
 from returns.result import Failure, Result, Success
 
-from treadle.domain.values.conversation import Message, ToolCall, Usage
+from treadle.domain.values.conversation import Message, Reasoning, ToolCall, Usage
 from treadle.domain.values.model import (
     ModelError,
     ModelRequest,
+    ReasoningReady,
+    ReasoningText,
     StreamEnd,
     StreamEvent,
     TextDelta,
@@ -64,6 +66,16 @@ class Heard:
     @property
     def text(self) -> str:
         return "".join(self.deltas)
+
+    @property
+    def thoughts(self) -> str:
+        """The reasoning text shown, all of it."""
+        return "".join(event.text for event in self.events if isinstance(event, ReasoningText))
+
+    @property
+    def reasoning(self) -> list[Reasoning]:
+        """The reasoning handed over to be kept, in order."""
+        return [event.reasoning for event in self.events if isinstance(event, ReasoningReady)]
 
     @property
     def calls(self) -> list[ToolCall]:

@@ -1,5 +1,6 @@
 """Every recorded and hand-made stream, served over a real socket through the real
-adapter, maps to the right text, tool calls, usage and stop reason, or a clear failure."""
+adapter, maps to the right text, reasoning, tool calls, usage and stop reason, or a
+clear failure."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import pytest
 
 from tests.adapters.http.server import Reply, ScriptedServer
 from tests.adapters.http.support import KEY, STREAMS, a_request, listen, stream_file
-from treadle.adapters.http_model import AnthropicModel, OpenAIChatModel
+from treadle.adapters.http_model import AnthropicModel, OpenAIChatModel, OpenAIResponsesModel
 from treadle.domain.values.conversation import ToolCall, Usage
 from treadle.domain.values.model import HttpStatusError, MalformedStream, ModelError, StreamEnd
 
@@ -33,6 +34,8 @@ class Expected:
     end: StreamEnd | None = None
     failure: ModelError | None = None
     failure_says: str = field(default="")
+    thoughts: str = ""  # the reasoning text shown
+    reasoning: tuple[str, ...] = ()  # the kinds of reasoning kept, in order
 
 
 ANTHROPIC = {
@@ -92,6 +95,39 @@ ANTHROPIC = {
         ),
         Usage(42, 58),
         StreamEnd("tool_use"),
+        thoughts="The user wants a file list.",
+        reasoning=("thinking",),
+    ),
+    # Written from the documented schema (issue 11): thinking, and cache usage by kind.
+    "anthropic-thinking/thinking_then_tool_use.sse": Expected(
+        "I'll read the config file.",
+        (ToolCall("toolu_01Hq3VxN8bKc2LmPz7WsRt4D", "read_file", '{"path": "pyproject.toml"}'),),
+        Usage(1183, 138),
+        StreamEnd("tool_use"),
+        thoughts="The user wants the port from the config. "
+        "I have a read_file tool; pyproject.toml is the likely place.",
+        reasoning=("thinking",),
+    ),
+    "anthropic-thinking/redacted_thinking.sse": Expected(
+        "Based on my analysis, here is the answer.",
+        usage=Usage(96, 512),
+        end=StreamEnd("end_turn"),
+        thoughts="Let me analyze this step by step.",
+        reasoning=("thinking", "redacted_thinking"),
+    ),
+    # Anthropic's input_tokens leave the cache out; treadle's input counts it in.
+    "anthropic-thinking/cache_write.sse": Expected(
+        "The repository uses pytest.",
+        usage=Usage(21 + 4608, 9, cache_write_tokens=4608),
+        end=StreamEnd("end_turn"),
+    ),
+    "anthropic-thinking/cache_read.sse": Expected(
+        "Run `pytest -q`.",
+        usage=Usage(18 + 4608 + 310, 7, cache_read_tokens=4608, cache_write_tokens=310),
+        end=StreamEnd("end_turn"),
+    ),
+    "anthropic-thinking/error_overloaded_mid_stream.sse": Expected(
+        "Looking at", failure=HttpStatusError(503, "overloaded_error: Overloaded")
     ),
 }
 
@@ -157,20 +193,121 @@ OPENAI = {
             " Sorry about that!",
         ),
     ),
+    # Written from the documented fields (issue 11): reasoning deltas of four servers.
+    "chat-reasoning/deepseek_reasoning_then_content.sse": Expected(
+        "9.8 is greater.",
+        usage=Usage(18, 92, reasoning_tokens=81),
+        end=StreamEnd("end_turn"),
+        thoughts="We need to compare 9.11 and 9.8. 9.8 = 9.80 > 9.11.",
+        reasoning=("reasoning_content",),
+    ),
+    "chat-reasoning/deepseek_reasoning_then_tool_call.sse": Expected(
+        "",
+        (ToolCall("call_00_Qm7RtY2uI9oP3aS6dF1gH4jK", "get_weather", '{"city": "Hangzhou"}'),),
+        Usage(402, 57, cache_read_tokens=384, reasoning_tokens=31),
+        StreamEnd("tool_use"),
+        thoughts="The user asks for the weather in Hangzhou. I should call get_weather.",
+        reasoning=("reasoning_content",),
+    ),
+    "chat-reasoning/openai_reasoning_usage_only.sse": Expected(
+        "Use `git bisect`.",
+        usage=Usage(2210, 212, cache_read_tokens=2048, reasoning_tokens=192),
+        end=StreamEnd("end_turn"),
+    ),
+    "chat-reasoning/openrouter_reasoning_then_content.sse": Expected(
+        "Hello! How can I help?",
+        usage=Usage(24, 41, reasoning_tokens=22),
+        end=StreamEnd("end_turn"),
+        thoughts="The user greets me. A short reply is enough.",
+        reasoning=("reasoning_content", "reasoning_details"),
+    ),
+    "chat-reasoning/openrouter_encrypted_reasoning_then_tool_call.sse": Expected(
+        "",
+        (ToolCall("call_Vb6Nm1Qw8Er3Ty5Ui2Op7As4", "read_file", '{"path":"pyproject.toml"}'),),
+        Usage(310, 88, cache_read_tokens=256, reasoning_tokens=64),
+        StreamEnd("tool_use"),
+        thoughts="**Reading the config**",
+        reasoning=("reasoning_content", "reasoning_details"),
+    ),
+    "chat-reasoning/vllm_reasoning_field.sse": Expected(
+        "2 + 2 = 4",
+        usage=Usage(14, 23),
+        end=StreamEnd("end_turn"),
+        thoughts="Okay, the user wants 2+2.",
+        reasoning=("reasoning_content",),
+    ),
+}
+
+CONTEXT_WINDOW = (
+    "the server reported context_length_exceeded mid-answer: Your input exceeds the context "
+    "window of this model. Please adjust your input and try again."
+)
+RESPONSES = {
+    "responses/text_only.sse": Expected(
+        "Hello! How can I help you today?", usage=Usage(37, 11), end=StreamEnd("end_turn")
+    ),
+    "responses/parallel_function_calls.sse": Expected(
+        "",
+        (
+            ToolCall("call_Kq3XbV9tLm2ZpR7sYw4NcE1u", "get_weather", '{"city":"Paris"}'),
+            ToolCall("call_Hn8WcT2vQj5RdL0xGs6MkA3y", "get_weather", '{"city":"Tokyo"}'),
+        ),
+        Usage(84, 46),
+        StreamEnd("tool_use"),
+    ),
+    "responses/reasoning_then_function_call.sse": Expected(
+        "",
+        (ToolCall("call_Zt4PqN8sVb1KmW6xRc2LyH9d", "read_file", '{"path":"pyproject.toml"}'),),
+        Usage(912, 210, reasoning_tokens=176),
+        StreamEnd("tool_use"),
+        thoughts="**Locating the config**\n\n"
+        "The user wants the port setting; I should read pyproject.toml first.",
+        reasoning=("reasoning_item",),
+    ),
+    # Cut by max_output_tokens: continued like the other protocols' length stops.
+    "responses/incomplete_max_output_tokens.sse": Expected(
+        "Here is a summary of the changes: first, the parser now",
+        usage=Usage(55, 16),
+        end=StreamEnd("max_tokens"),
+    ),
+    "responses/usage_cached_and_reasoning.sse": Expected(
+        "The tests pass now: 42 passed, 0 failed.",
+        usage=Usage(5312, 318, cache_read_tokens=4992, reasoning_tokens=256),
+        end=StreamEnd("end_turn"),
+        reasoning=("reasoning_item",),
+    ),
+    # A server error is retried like a 500 before the stream; the window is not.
+    "responses/failed.sse": Expected(
+        failure=HttpStatusError(500, "server_error: The model failed to generate a response.")
+    ),
+    "responses/error_mid_stream.sse": Expected(
+        "Let me look at the failing",
+        failure=HttpStatusError(
+            500,
+            "server_error: An error occurred while processing your request. Please retry.",
+        ),
+    ),
+    "responses/failed_context_length_exceeded.sse": Expected(failure_says=CONTEXT_WINDOW),
+    "responses/error_nested_context_length.sse": Expected(failure_says=CONTEXT_WINDOW),
 }
 
 
 def test_every_fixture_file_has_an_expectation():
     files = {str(path.relative_to(STREAMS)) for path in STREAMS.rglob("*.sse")}
-    assert files == set(ANTHROPIC) | set(OPENAI)
+    assert files == set(ANTHROPIC) | set(OPENAI) | set(RESPONSES)
 
 
 async def _check(
-    model: AnthropicModel | OpenAIChatModel, server: ScriptedServer, name: str, expected: Expected
+    model: AnthropicModel | OpenAIChatModel | OpenAIResponsesModel,
+    server: ScriptedServer,
+    name: str,
+    expected: Expected,
 ) -> None:
     server.add(Reply.sse(stream_file(name)))
     heard = await listen(model.stream(a_request()))
     assert heard.text == expected.text
+    assert heard.thoughts == expected.thoughts
+    assert tuple(reasoning.kind for reasoning in heard.reasoning) == expected.reasoning
     assert tuple(heard.calls) == expected.calls
     assert heard.usage == expected.usage
     assert heard.end == expected.end
@@ -191,6 +328,14 @@ async def test_anthropic_stream(server: ScriptedServer, name: str, expected: Exp
 @pytest.mark.parametrize(("name", "expected"), OPENAI.items(), ids=list(OPENAI))
 async def test_openai_chat_stream(server: ScriptedServer, name: str, expected: Expected) -> None:
     model = OpenAIChatModel(model="gpt-test", base_url=server.base_url, api_key=KEY)
+    await _check(model, server, name, expected)
+
+
+@pytest.mark.parametrize(("name", "expected"), RESPONSES.items(), ids=list(RESPONSES))
+async def test_openai_responses_stream(
+    server: ScriptedServer, name: str, expected: Expected
+) -> None:
+    model = OpenAIResponsesModel(model="gpt-test", base_url=server.base_url, api_key=KEY)
     await _check(model, server, name, expected)
 
 
