@@ -57,6 +57,10 @@ FINISH_REASONS: dict[str, StopReason] = {
 }
 
 
+# The fields of a reasoning detail that stream in pieces.
+DETAIL_TEXTS = frozenset({"text", "summary", "data", "signature"})
+
+
 @dataclass(slots=True)
 class _CallParts:
     call_id: str = ""
@@ -138,13 +142,14 @@ class OpenAIChatReader:
 
     def _take_detail(self, detail: JsonObject) -> None:
         """A piece of a reasoning detail: pieces of one index are one detail, their
-        texts joined in order (OpenRouter streams a signed text in many)."""
+        texts joined in order (OpenRouter streams a signed text in many pieces); its
+        other fields (type, format, id) are those it first came with."""
         index = detail.get("index", len(self._details))
         index = index if isinstance(index, int) else len(self._details)
         whole = self._details.setdefault(index, {})
         for name, value in detail.items():
-            if isinstance(value, str) and isinstance(whole.get(name), str) and name != "type":
-                whole[name] += value
+            if name in DETAIL_TEXTS and isinstance(value, str):
+                whole[name] = text(whole.get(name)) + value
             elif whole.get(name) is None:
                 whole[name] = value
 

@@ -166,3 +166,46 @@ def openai_text_stream(deltas: Sequence[str], *, finish: str = "stop") -> bytes:
             "data: [DONE]\n\n",
         ]
     ).encode()
+
+
+def responses_text_stream(deltas: Sequence[str], *, incomplete: bool = False) -> bytes:
+    """A well-formed Responses stream of one message made of ``deltas``; cut by its
+    ``max_output_tokens`` when ``incomplete``."""
+    message = {"id": "msg_1", "type": "message", "role": "assistant", "content": []}
+    text = "".join(deltas)
+    finished = {**message, "content": [{"type": "output_text", "text": text, "annotations": []}]}
+    end = "response.incomplete" if incomplete else "response.completed"
+    response: dict[str, object] = {
+        "status": "incomplete" if incomplete else "completed",
+        "usage": {"input_tokens": 9, "output_tokens": len(deltas)},
+    }
+    if incomplete:
+        response["incomplete_details"] = {"reason": "max_output_tokens"}
+    events = [
+        ("response.created", {"type": "response.created", "response": {"status": "in_progress"}}),
+        (
+            "response.output_item.added",
+            {"type": "response.output_item.added", "output_index": 0, "item": message},
+        ),
+        *[
+            (
+                "response.output_text.delta",
+                {
+                    "type": "response.output_text.delta",
+                    "item_id": "msg_1",
+                    "output_index": 0,
+                    "content_index": 0,
+                    "delta": delta,
+                },
+            )
+            for delta in deltas
+        ],
+        (
+            "response.output_item.done",
+            {"type": "response.output_item.done", "output_index": 0, "item": finished},
+        ),
+        (end, {"type": end, "response": response}),
+    ]
+    return b"".join(
+        f"event: {name}\ndata: {json.dumps(data)}\n\n".encode() for name, data in events
+    )

@@ -41,8 +41,12 @@ def model_for(protocol: Protocol, base_url: str, **options: object) -> HttpModel
     if protocol == "anthropic":
         return AnthropicModel(model="claude-test", base_url=base_url, api_key=KEY, options=chosen)
     if protocol == "chat":
-        return OpenAIChatModel(model="deepseek-test", base_url=base_url, api_key=KEY, options=chosen)
-    return OpenAIResponsesModel(model="gpt-5.1-codex", base_url=base_url, api_key=KEY, options=chosen)
+        return OpenAIChatModel(
+            model="deepseek-test", base_url=base_url, api_key=KEY, options=chosen
+        )
+    return OpenAIResponsesModel(
+        model="gpt-5.1-codex", base_url=base_url, api_key=KEY, options=chosen
+    )
 
 
 @dataclass
@@ -84,7 +88,9 @@ async def test_a_tool_loop_goes_on_because_its_reasoning_comes_back_unchanged(
         "I should list the folder first.There is a.py; reading it.It prints 1."
     )
     assert run.terminal.answer_text() == "a.py prints 1."
-    assert not any("list the folder" in e.text for e in run.terminal.events if isinstance(e, AnswerDelta))
+    assert not any(
+        "list the folder" in e.text for e in run.terminal.events if isinstance(e, AnswerDelta)
+    )
     kept = [m.reasoning for m in run.agent.history.messages if m.role == "assistant"]
     assert [len(reasoning) for reasoning in kept] == [1, 1, 1]
 
@@ -229,7 +235,9 @@ def test_the_server_refuses_a_fifth_marker_and_one_on_thinking() -> None:
     }
     for body in (five, on_thinking):
         assert thinker(_seen(body)) is not None
-    assert thinker.refusals[0] == "A maximum of 4 blocks with cache_control may be provided. Found 5."
+    assert (
+        thinker.refusals[0] == "A maximum of 4 blocks with cache_control may be provided. Found 5."
+    )
 
 
 def _seen(body: object) -> SeenRequest:

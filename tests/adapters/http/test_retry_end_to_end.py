@@ -11,16 +11,28 @@ from dataclasses import dataclass
 import pytest
 
 from tests.adapters.http.server import Fault, FaultKind, Reply, ScriptedServer
-from tests.adapters.http.support import KEY, anthropic_text_stream, openai_text_stream
+from tests.adapters.http.support import (
+    KEY,
+    anthropic_text_stream,
+    openai_text_stream,
+    responses_text_stream,
+    stream_file,
+)
 from treadle.adapters.fakes import FakeClock, FakeRunner, RecordingTerminal
-from treadle.adapters.http_model import AnthropicModel, OpenAIChatModel
+from treadle.adapters.http_model import AnthropicModel, OpenAIChatModel, OpenAIResponsesModel
+from treadle.adapters.http_model.endpoint import HttpModel
+from treadle.adapters.http_model.openai_chat import CONTINUE_PROMPT
 from treadle.domain.loop.settings import TurnSettings
 from treadle.domain.loop.turn import Agent, TurnPorts
 from treadle.domain.values.outcome import FailureKind, OutcomeKind, TurnOutcome
 
 ANSWER = ["The tests ", "pass."]
-STREAMS = {"anthropic": anthropic_text_stream(ANSWER), "openai": openai_text_stream(ANSWER)}
-FIRST_TEXT_AFTER = {"anthropic": 3, "openai": 2}  # events up to and with "The tests "
+STREAMS = {
+    "anthropic": anthropic_text_stream(ANSWER),
+    "openai": openai_text_stream(ANSWER),
+    "responses": responses_text_stream(ANSWER),
+}
+FIRST_TEXT_AFTER = {"anthropic": 3, "openai": 2, "responses": 3}  # events up to "The tests "
 
 
 @dataclass
@@ -34,15 +46,17 @@ class Run:
         return self.terminal.answer_text()
 
 
-@pytest.fixture(params=["anthropic", "openai"])
+@pytest.fixture(params=["anthropic", "openai", "responses"])
 def provider(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
 
 async def _turn(provider: str, base_url: str) -> Run:
-    model: AnthropicModel | OpenAIChatModel
+    model: HttpModel
     if provider == "anthropic":
         model = AnthropicModel(model="claude-test", base_url=base_url, api_key=KEY)
+    elif provider == "responses":
+        model = OpenAIResponsesModel(model="gpt-test", base_url=base_url, api_key=KEY)
     else:
         model = OpenAIChatModel(model="gpt-test", base_url=base_url, api_key=KEY)
     clock, terminal = FakeClock(), RecordingTerminal()
@@ -156,3 +170,54 @@ async def test_a_continued_anthropic_answer_reads_as_one(server: ScriptedServer)
         "content": [{"type": "text", "text": "The files are a.py and"}],
     }
     assert server.requests[1].json()["max_tokens"] > server.requests[0].json()["max_tokens"]
+
+
+async def test_a_continued_responses_answer_reads_as_one(server: ScriptedServer) -> None:
+    server.add(
+        Reply.sse(responses_text_stream(["The files are ", "a.py and "], incomplete=True)),
+        Reply.sse(responses_text_stream(["b.py."])),
+    )
+    run = await _turn("responses", server.base_url)
+    assert run.outcome.kind is OutcomeKind.FINISHED
+    assert run.shown == "The files are a.py and b.py."
+    first, second = (seen.json() for seen in server.requests)
+    assert second["max_output_tokens"] == 2 * first["max_output_tokens"]
+    assert second["input"][-2:] == [
+        {
+            "type": "message",
+            "role": "assistant",
+            "content": [
+                {"type": "output_text", "text": "The files are a.py and ", "annotations": []}
+            ],
+        },
+        {
+            "type": "message",
+            "role": "user",
+            "content": [{"type": "input_text", "text": CONTINUE_PROMPT}],
+        },
+    ]
+
+
+async def test_a_failed_response_before_any_text_is_retried_on_a_fresh_connection(
+    server: ScriptedServer,
+) -> None:
+    server.add(Reply.sse(stream_file("responses/failed.sse")), Reply.sse(STREAMS["responses"]))
+    run = await _turn("responses", server.base_url)
+    assert run.outcome.kind is OutcomeKind.FINISHED
+    assert run.clock.slept == [1.0]
+    assert len(_ports(server)) == 2
+    assert run.shown == "The tests pass."
+
+
+async def test_a_responses_error_event_after_text_ends_the_turn_without_showing_it_twice(
+    server: ScriptedServer,
+) -> None:
+    server.add(
+        Reply.sse(stream_file("responses/error_mid_stream.sse")), Reply.sse(STREAMS["responses"])
+    )
+    run = await _turn("responses", server.base_url)
+    assert run.outcome.kind is OutcomeKind.FAILED
+    assert run.outcome.reason is FailureKind.HTTP
+    assert run.clock.slept == []
+    assert len(server.requests) == 1
+    assert run.shown == "Let me look at the failing"

@@ -33,8 +33,12 @@ from tests.adapters.http.support import STREAMS
 Protocol = Literal["anthropic", "chat", "responses"]
 SECRET = b"only this server knows"
 MAX_MARKERS = 4
-DEEPSEEK_REFUSAL = json.loads((STREAMS / "errors/deepseek_400_reasoning_content_missing.json").read_text())
-NOT_PERSISTED = json.loads((STREAMS / "errors/openai_responses_404_item_not_persisted.json").read_text())
+DEEPSEEK_REFUSAL = json.loads(
+    (STREAMS / "errors/deepseek_400_reasoning_content_missing.json").read_text()
+)
+NOT_PERSISTED = json.loads(
+    (STREAMS / "errors/openai_responses_404_item_not_persisted.json").read_text()
+)
 
 
 def sign(*parts: str) -> str:
@@ -117,9 +121,12 @@ class ThinkingServer:
                 if block.get("type") == "thinking" and block.get("signature") != sign(
                     block.get("thinking", "")
                 ):
-                    why = f"messages.{number}.content.{position}: Invalid `signature` in `thinking` block"
+                    where = f"messages.{number}.content.{position}"
+                    why = f"{where}: Invalid `signature` in `thinking` block"
                     return why, _anthropic_error(why)
-                owed = self.owed.get(block.get("id", "")) if block.get("type") == "tool_use" else None
+                owed = (
+                    self.owed.get(block.get("id", "")) if block.get("type") == "tool_use" else None
+                )
                 if owed is not None and content[: len(owed)] != owed:
                     why = (
                         f"messages.{number}.content.0.type: Expected `thinking` or "
@@ -154,9 +161,14 @@ class ThinkingServer:
                     return NOT_PERSISTED["error"]["message"], Reply.error(404, NOT_PERSISTED)
                 summary = "".join(part["text"] for part in item.get("summary", []))
                 if item["encrypted_content"] != _encrypted(item.get("id", ""), summary):
-                    why = f"The encrypted content {item['encrypted_content'][:8]}… could not be verified."
+                    shown = item["encrypted_content"][:8]
+                    why = f"The encrypted content {shown}… could not be verified."
                     return why, _openai_error(400, why, "invalid_encrypted_content")
-            owed = self.owed.get(item.get("call_id", "")) if item.get("type") == "function_call" else None
+            owed = (
+                self.owed.get(item.get("call_id", ""))
+                if item.get("type") == "function_call"
+                else None
+            )
             if owed is not None and owed not in items[:position]:
                 why = (
                     f"Item '{item.get('call_id')}' of type 'function_call' was provided without "
@@ -207,25 +219,40 @@ class ThinkingServer:
             events += [_delta(index, {"type": "text_delta", "text": text}), _stop(index)]
             index += 1
         for call in calls:
-            events.append(_start(index, {"type": "tool_use", "id": call.id, "name": call.name, "input": {}}))
+            events.append(
+                _start(index, {"type": "tool_use", "id": call.id, "name": call.name, "input": {}})
+            )
             partial = {"type": "input_json_delta", "partial_json": json.dumps(call.arguments)}
             events += [_delta(index, partial), _stop(index)]
             self.owed[call.id] = given
             index += 1
         stop = "tool_use" if calls else "end_turn"
         events.append(
-            ("message_delta", {"type": "message_delta", "delta": {"stop_reason": stop}, "usage": {"output_tokens": 30}})
+            (
+                "message_delta",
+                {
+                    "type": "message_delta",
+                    "delta": {"stop_reason": stop},
+                    "usage": {"output_tokens": 30},
+                },
+            )
         )
         events.append(("message_stop", {"type": "message_stop"}))
         return sse(events)
 
-    def _chat_calling(self, thought: str, calls: Sequence[Call], redacted: str, text: str = "") -> bytes:
+    def _chat_calling(
+        self, thought: str, calls: Sequence[Call], redacted: str, text: str = ""
+    ) -> bytes:
         def chunk(delta: dict[str, Any], finish: str | None = None) -> tuple[str, dict[str, Any]]:
             return "", {"choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
 
         events = [chunk({"role": "assistant", "content": None, "reasoning_content": ""})]
         half = len(thought) // 2
-        events += [chunk({"content": None, "reasoning_content": piece}) for piece in (thought[:half], thought[half:]) if piece]
+        events += [
+            chunk({"content": None, "reasoning_content": piece})
+            for piece in (thought[:half], thought[half:])
+            if piece
+        ]
         if text:
             events.append(chunk({"content": text}))
         for number, call in enumerate(calls):
@@ -238,7 +265,11 @@ class ThinkingServer:
             events.append(chunk({"tool_calls": [fragment]}))
             self.owed[call.id] = thought
         events.append(chunk({}, "tool_calls" if calls else "stop"))
-        usage = {"prompt_tokens": 50, "completion_tokens": 30, "completion_tokens_details": {"reasoning_tokens": 20}}
+        usage = {
+            "prompt_tokens": 50,
+            "completion_tokens": 30,
+            "completion_tokens_details": {"reasoning_tokens": 20},
+        }
         events.append(("", {"choices": [], "usage": usage}))
         return sse(events) + b"data: [DONE]\n\n"
 
@@ -246,7 +277,10 @@ class ThinkingServer:
         self, thought: str, calls: Sequence[Call], redacted: str, text: str = ""
     ) -> bytes:
         events: list[tuple[str, dict[str, Any]]] = [
-            ("response.created", {"type": "response.created", "response": {"status": "in_progress"}})
+            (
+                "response.created",
+                {"type": "response.created", "response": {"status": "in_progress"}},
+            )
         ]
         output = 0
         if thought:
@@ -281,20 +315,43 @@ class ThinkingServer:
             events.append(
                 (
                     "response.output_text.delta",
-                    {"type": "response.output_text.delta", "item_id": message["id"], "output_index": output, "content_index": 0, "delta": text},
+                    {
+                        "type": "response.output_text.delta",
+                        "item_id": message["id"],
+                        "output_index": output,
+                        "content_index": 0,
+                        "delta": text,
+                    },
                 )
             )
-            events.append(_done(output, {**message, "content": [{"type": "output_text", "text": text}]}))
+            events.append(
+                _done(output, {**message, "content": [{"type": "output_text", "text": text}]})
+            )
             output += 1
         for call in calls:
-            item = {"id": f"fc_{call.id}", "type": "function_call", "call_id": call.id, "name": call.name, "arguments": ""}
+            item = {
+                "id": f"fc_{call.id}",
+                "type": "function_call",
+                "call_id": call.id,
+                "name": call.name,
+                "arguments": "",
+            }
             events.append(_added(output, item))
             events.append(_done(output, {**item, "arguments": json.dumps(call.arguments)}))
             if thought:
                 self.owed[call.id] = reasoning
             output += 1
-        usage = {"input_tokens": 50, "output_tokens": 30, "output_tokens_details": {"reasoning_tokens": 20}}
-        events.append(("response.completed", {"type": "response.completed", "response": {"status": "completed", "usage": usage}}))
+        usage = {
+            "input_tokens": 50,
+            "output_tokens": 30,
+            "output_tokens_details": {"reasoning_tokens": 20},
+        }
+        events.append(
+            (
+                "response.completed",
+                {"type": "response.completed", "response": {"status": "completed", "usage": usage}},
+            )
+        )
         return sse(events)
 
 
@@ -303,7 +360,9 @@ def _encrypted(item_id: str, summary: str) -> str:
 
 
 def _anthropic_error(message: str) -> Reply:
-    return Reply.error(400, {"type": "error", "error": {"type": "invalid_request_error", "message": message}})
+    return Reply.error(
+        400, {"type": "error", "error": {"type": "invalid_request_error", "message": message}}
+    )
 
 
 def _openai_error(status: int, message: str, code: str | None = None) -> Reply:
@@ -312,7 +371,11 @@ def _openai_error(status: int, message: str, code: str | None = None) -> Reply:
 
 
 def _start(index: int, block: dict[str, Any]) -> tuple[str, dict[str, Any]]:
-    return "content_block_start", {"type": "content_block_start", "index": index, "content_block": block}
+    return "content_block_start", {
+        "type": "content_block_start",
+        "index": index,
+        "content_block": block,
+    }
 
 
 def _delta(index: int, delta: dict[str, Any]) -> tuple[str, dict[str, Any]]:
@@ -324,8 +387,16 @@ def _stop(index: int) -> tuple[str, dict[str, Any]]:
 
 
 def _added(index: int, item: dict[str, Any]) -> tuple[str, dict[str, Any]]:
-    return "response.output_item.added", {"type": "response.output_item.added", "output_index": index, "item": item}
+    return "response.output_item.added", {
+        "type": "response.output_item.added",
+        "output_index": index,
+        "item": item,
+    }
 
 
 def _done(index: int, item: dict[str, Any]) -> tuple[str, dict[str, Any]]:
-    return "response.output_item.done", {"type": "response.output_item.done", "output_index": index, "item": item}
+    return "response.output_item.done", {
+        "type": "response.output_item.done",
+        "output_index": index,
+        "item": item,
+    }
