@@ -24,7 +24,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from returns.result import Failure, Result, Success
@@ -235,6 +235,10 @@ class ReplayModel:
         recorded = conversation.messages
         for index in range(min(count, len(recorded))):
             now, then = self.normalize(messages[index]), self.normalize(recorded[index])
+            if now != then and replace(now, reasoning=then.reasoning) == then:
+                return (
+                    f"; the reasoning of message {index + 1} ({then.role}) is not the recorded one"
+                )
             if now != then:
                 return (
                     f"; message {index + 1} ({then.role}) was {_excerpt(then)}, now {_excerpt(now)}"

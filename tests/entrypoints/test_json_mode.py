@@ -91,3 +91,31 @@ def test_a_signal_pauses_a_headless_turn_and_kills_its_command(
     else:
         assert out.splitlines()[-1].startswith("Turn paused — resume with: treadle --resume ")
     assert gone_within(pid), f"sleep {pid} is still running"
+
+
+@pytest.mark.parametrize("verbose", [False, True], ids=["print", "print-verbose"])
+def test_print_shows_the_models_reasoning_only_with_verbose(tmp_path: Path, verbose: bool) -> None:
+    script = write_script(
+        tmp_path,
+        {
+            "reasoning": [{"kind": "reasoning_content", "text": "Two files, then done."}],
+            "text": "There are two files.",
+            "usage": {"input_tokens": 50, "output_tokens": 7},
+        },
+    )
+    process = start(tmp_path, script, "--print", *(["--verbose"] if verbose else []))
+    out, err = process.communicate(timeout=60)
+    assert process.returncode == 0, err
+    lines = out.splitlines()
+    assert ("thinking: Two files, then done." in lines) is verbose
+    assert "There are two files." in lines
+    transcript = next((tmp_path / "state" / "sessions").glob("*/transcript.jsonl"))
+    kept = [json.loads(line) for line in transcript.read_text().splitlines()]
+    [answer] = [
+        r["message"]
+        for r in kept
+        if r["type"] == "message_added" and r["message"]["role"] == "assistant"
+    ]
+    assert answer["reasoning"] == [
+        {"kind": "reasoning_content", "text": "Two files, then done.", "seal": "", "position": 0}
+    ]

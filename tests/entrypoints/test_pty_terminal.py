@@ -159,3 +159,27 @@ def test_a_second_ctrl_c_exits_at_once_and_still_puts_the_terminal_back(tmp_path
     finally:
         if is_running(pid):
             os.kill(pid, 9)
+
+
+def test_reasoning_folds_to_a_line_and_ctrl_o_shows_it_all(tmp_path: Path) -> None:
+    script = write_script(
+        tmp_path,
+        {
+            "reasoning": [
+                {"kind": "thinking", "text": "The file is small.\nRead it whole.", "seal": "s"}
+            ],
+            "text": "It is small.",
+        },
+    )
+    child = spawn(tmp_path, sys.executable, treadle_args(script))
+    child.expect("Type a task")
+    child.send("look\r")
+    child.expect("thought for 7 words · ctrl-o to expand")
+    child.expect("Turn finished")
+    assert "Read it whole." not in child.logfile_read.getvalue()
+    child.send("\x0f")  # Ctrl-O, at the prompt
+    child.expect("  Read it whole.")
+    child.send("\x04")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
