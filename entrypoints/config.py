@@ -323,6 +323,8 @@ def _table_problem(name: str, problem: TableProblem) -> str:
 def mcp_server_configs(app: AppConfig) -> tuple[McpServerConfig, ...]:
     """The configured MCP servers, in the order their tables came."""
     return tuple(server_config(name, table) for name, table in app.mcp_servers.items())
+
+
 def _check_prices(value: object) -> dict[str, dict[str, float]]:
     """``{"MODEL": {"input": 3.0, "output": 15.0, …}}``, every price a number ≥ 0."""
     if not isinstance(value, dict):

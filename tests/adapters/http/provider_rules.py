@@ -32,6 +32,8 @@ def refusal(path: str, body: Any) -> dict[str, Any] | None:
         return openai_refusal(body["tools"])
     if path.endswith("/messages"):
         return anthropic_refusal(body["tools"])
+    if path.endswith("/responses"):  # OpenAI's rules; the Responses API's tools are flat
+        return openai_refusal([{"function": tool} for tool in body["tools"]])
     return None
 
 
