@@ -13,6 +13,7 @@ MODULES = (
     "bench_spill",
     "bench_terminal",
     "bench_transcript",
+    "bench_cache",
 )
 
 
