@@ -123,3 +123,19 @@ def test_a_turns_settings_carry_the_models_prices(places: Places) -> None:
     app = load(places, project='model = "demo"\n[prices."demo"]\ninput = 1\noutput = 2')
     container = session_container(app, mode="plain", session_dir="", resume_hint="")
     assert container.settings().prices == Prices(1.0, 2.0)
+
+
+def test_the_readmes_model_configuration_is_valid_and_prices_its_model(tmp_path: Path) -> None:
+    import re
+
+    from treadle.entrypoints.config import read_file_values
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("## Today's models") :]
+    match = re.search(r"```toml\n(.*?)```", section, re.DOTALL)
+    assert match
+    (tmp_path / "work").mkdir()
+    (tmp_path / "work" / ".treadle.toml").write_text(match.group(1), encoding="utf-8")
+    assert read_file_values(tmp_path / "work" / ".treadle.toml")["thinking_budget"] == 4096
+    app = load((tmp_path, tmp_path / "work", {"TREADLE_CONFIG_DIR": str(tmp_path)}))
+    assert model_prices(app) == Prices(3.0, 15.0, 0.3, 3.75)
