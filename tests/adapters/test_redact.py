@@ -16,7 +16,13 @@ from treadle.adapters.redact import (
     Redactor,
 )
 from treadle.domain.values.conversation import Message, ToolCall, Usage
-from treadle.domain.values.events import AnswerDelta, MessageAdded, ResponseReceived, ToolStarted
+from treadle.domain.values.events import (
+    AnswerDelta,
+    MessageAdded,
+    ReasoningDelta,
+    ResponseReceived,
+    ToolStarted,
+)
 from treadle.domain.values.tools import ApprovalRequest
 
 SECRET = "sk-test-0123456789abcdef"
@@ -87,6 +93,19 @@ def test_held_back_text_comes_out_before_the_agents_next_event() -> None:
     assert redactor.process(AnswerDelta("tasks")) == [AnswerDelta("task")]  # "s" may start it
     end = ResponseReceived(1, "tasks", (), Usage(), "end_turn")
     assert redactor.process(end) == [AnswerDelta("s"), end]
+
+
+def test_a_secret_split_across_reasoning_deltas_is_caught_whole_and_comes_before_the_answer():
+    redactor = EventRedactor(Redactor([SECRET]))
+    shown = redactor.process(ReasoningDelta("It printed sk-te"))
+    shown += redactor.process(ReasoningDelta("st-0123456789abcdef; s"))
+    shown += redactor.process(AnswerDelta("Done."))
+    assert shown == [
+        ReasoningDelta("It printed "),
+        ReasoningDelta(f"{REDACTED}; "),
+        ReasoningDelta("s"),  # held back: it might have begun the key; out before the answer
+        AnswerDelta("Done."),
+    ]
 
 
 def test_each_agent_has_its_own_held_back_text() -> None:

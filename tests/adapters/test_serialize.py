@@ -7,12 +7,13 @@ import json
 import pytest
 
 from treadle.adapters.serialize import EVENT_BY_NAME, event_to_record, record_to_event
-from treadle.domain.values.conversation import Message, ToolCall, Usage
+from treadle.domain.values.conversation import Message, Reasoning, ToolCall, Usage
 from treadle.domain.values.events import (
     AnswerDelta,
     MessageAdded,
     PlanStep,
     PlanUpdated,
+    ReasoningDelta,
     ResponseReceived,
     SubAgentProgress,
     ToolFinished,
@@ -21,7 +22,12 @@ from treadle.domain.values.events import (
 from treadle.domain.values.outcome import FailureKind, OutcomeKind, TurnOutcome
 
 CALL = ToolCall("c1", "bash", '{"command": "ls"}')
+THOUGHT = Reasoning("thinking", "pondered", seal="sig", position=1)
 EVENTS = [
+    ReasoningDelta("pondering", "agent-1"),
+    MessageAdded(Message.assistant("x", (CALL,), reasoning=(THOUGHT,))),
+    ResponseReceived(4, "", (CALL,), Usage(9, 8, 7, 1, 5), "tool_use", (THOUGHT,)),
+    TurnEnded(TurnOutcome(OutcomeKind.FINISHED), Usage(1, 1), 1, 1.0, cost=0.25),
     AnswerDelta("héllo", "agent-1"),
     MessageAdded(Message.assistant("x", (CALL,), interrupted=True)),
     MessageAdded(Message.tool("c1", "out", is_error=True)),
@@ -52,3 +58,22 @@ def test_records_name_their_type_in_snake_case():
 def test_a_bad_record_is_a_value_error(record):
     with pytest.raises(ValueError):
         record_to_event(record)
+
+
+def test_fields_that_hold_nothing_are_left_out_and_read_back_as_nothing():
+    record = event_to_record(MessageAdded(Message.user("hi")))
+    assert "reasoning" not in record["message"]
+    assert "cost" not in event_to_record(
+        TurnEnded(TurnOutcome(OutcomeKind.FINISHED), Usage(), 0, 0)
+    )
+    old = {
+        "type": "response_received",
+        "number": 1,
+        "text": "",
+        "tool_calls": [],
+        "usage": {"input_tokens": 3, "output_tokens": 4},
+        "stop_reason": "end_turn",
+    }
+    event = record_to_event(old)  # a record written before usage had kinds
+    assert isinstance(event, ResponseReceived)
+    assert (event.usage, event.reasoning) == (Usage(3, 4), ())
