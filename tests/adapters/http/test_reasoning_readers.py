@@ -343,3 +343,31 @@ def test_a_responses_stream_that_just_stops_is_malformed() -> None:
     [failure] = reader.end_of_body()
     assert "ended before response.completed (after response.output_item.added)" in str(failure)
     assert not isinstance(failure, Success)
+
+
+def test_raw_reasoning_text_and_a_streamed_refusal_are_read_too() -> None:
+    raw = event(
+        "response.reasoning_text.delta", output_index=0, content_index=0, delta="raw thought"
+    )
+    items = responses(
+        added(0, "reasoning", id="rs_1"),
+        raw,
+        done(
+            0, "reasoning", id="rs_1", content=[{"type": "reasoning_text", "text": "raw thought"}]
+        ),
+        added(1, "message"),
+        event("response.refusal.delta", output_index=1, delta="No."),
+        done(1, "message"),
+        COMPLETED,
+    )
+    shown = values(items)
+    assert shown[0] == ReasoningText("raw thought")  # shown once, not again when done
+    assert [type(v).__name__ for v in shown] == [
+        "ReasoningText",
+        "ReasoningReady",
+        "TextDelta",
+        "UsageReported",
+        "StreamEnd",
+    ]
+    assert shown[1].reasoning.text == "raw thought"  # type: ignore[attr-defined]
+    assert shown[-1] == StreamEnd("refusal")
