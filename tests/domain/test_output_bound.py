@@ -115,9 +115,11 @@ def test_what_is_shown_fits_the_limit_even_when_no_byte_is_utf8(
     limit: int, pieces: list[bytes]
 ) -> None:
     bound = fed(limit, [piece.replace(b"a", b"\xff") for piece in pieces])
+    text = bound.text()
+    if bound.truncated:
+        text = text.replace(bound.marker() + "\n", "", 1)
+    assert len(text.encode("utf-8")) <= limit + 1  # the line break before the marker
     head, tail = bound.shown()
-    shown = head.decode("utf-8", errors="replace") + tail.decode("utf-8", errors="replace")
-    assert len(shown.encode("utf-8")) <= limit
     assert len(head) + len(tail) == bound.kept
 
 
