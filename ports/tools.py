@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from treadle.domain.values.events import TurnEvent
 from treadle.domain.values.model import ToolSpec
@@ -49,3 +49,15 @@ class Tool(Protocol):
     def describe(self, arguments: Mapping[str, Any]) -> str: ...
 
     async def run(self, arguments: Mapping[str, Any], context: ToolContext) -> ToolOutcome: ...
+
+
+@runtime_checkable
+class PreviewsChanges(Protocol):
+    """A tool that can say what a call would change before it runs (a file write).
+
+    ``preview`` gets the same checked arguments as ``run`` and changes nothing: it
+    returns the unified diff the call would make, or "" when it cannot tell (the call
+    would fail, or changes nothing). The loop shows it with the approval question.
+    """
+
+    async def preview(self, arguments: Mapping[str, Any], context: ToolContext) -> str: ...

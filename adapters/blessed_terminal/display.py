@@ -48,6 +48,8 @@ QUIET_TOOLS = frozenset({"update_plan", "ask", "agent"})
 MAX_TOOL_ROWS = 6
 THOUGHT = "✻"
 EXPAND_KEY = "ctrl-o"
+DIFF_SHOWN_LINES = 40
+"""Lines of a change's diff the log shows under the call; the rest is folded, saying so."""
 
 
 def _plain(text: str) -> str:
@@ -72,6 +74,39 @@ class Styles:
         return Styles(
             term.bold, term.dim, term.green, term.red, term.yellow, term.cyan, term.magenta
         )
+
+
+def diff_lines(diff: str, styles: Styles, shown: int | None = None, hint: str = "") -> list[str]:
+    """``diff`` as coloured lines: added green, removed red, hunks cyan, headers bold.
+
+    With ``shown``, a longer diff keeps its head and its tail, and a line between them
+    says how many lines are folded away and ``hint`` (where to see them all).
+    """
+    lines = [printable(line) for line in diff.removesuffix("\n").split("\n")] if diff else []
+    if shown is not None and len(lines) > shown + 1:  # a marker would take a line too
+        head, tail = shown - shown // 3, shown // 3
+        folded = len(lines) - head - tail
+        marker = f"[… {folded:,} more lines of the diff{': ' + hint if hint else ''} …]"
+        return [
+            *(_diff_line(line, styles) for line in lines[:head]),
+            styles.yellow(marker),
+            *(_diff_line(line, styles) for line in lines[-tail:]),
+        ]
+    return [_diff_line(line, styles) for line in lines]
+
+
+def _diff_line(line: str, s: Styles) -> str:
+    if line.startswith(("+++ ", "--- ")):
+        return s.bold(line)
+    if line.startswith("@@"):
+        return s.cyan(line)
+    if line.startswith("+"):
+        return s.green(line)
+    if line.startswith("-"):
+        return s.red(line)
+    if line.startswith(("\\", "[… ")):
+        return s.dim(line)
+    return line
 
 
 def format_elapsed(seconds: float) -> str:
@@ -112,6 +147,8 @@ class TurnView:
     thinking_tail: str = ""
     collapsed: list[str] = field(default_factory=list)
     """Reasoning shown as one line, kept until the expand key shows it in full."""
+    approved_diffs: set[str] = field(default_factory=set)
+    """Diffs the person saw with an approval question: not shown a second time."""
 
     def begin(self, now: float) -> None:
         self.started = now
@@ -248,7 +285,12 @@ class TurnView:
         if event.duration >= 1.0 and not status.endswith(" s"):
             status += f" · {format_elapsed(event.duration)}"
         name = one_line(event.call.name, 64)
-        return [f"{mark} {s.bold(name)} {one_line(summary, 200)} {s.dim('· ' + status)}"]
+        line = f"{mark} {s.bold(name)} {one_line(summary, 200)} {s.dim('· ' + status)}"
+        if event.diff in self.approved_diffs:  # it is on the screen, with the question
+            self.approved_diffs.discard(event.diff)
+            return [line]
+        change = diff_lines(event.diff, s, DIFF_SHOWN_LINES, "treadle diff shows every change")
+        return [line, *("  " + row for row in change)]
 
     def ending_lines(self, event: TurnEnded, resume_hint: str) -> list[str]:
         """The turn's totals, then its outcome line (and how to resume a paused turn)."""

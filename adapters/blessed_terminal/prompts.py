@@ -12,7 +12,7 @@ import contextlib
 from collections.abc import AsyncIterator, Callable
 from typing import Any, Final, Literal
 
-from treadle.adapters.blessed_terminal.display import Styles
+from treadle.adapters.blessed_terminal.display import Styles, TurnView, diff_lines
 from treadle.adapters.blessed_terminal.line_editor import Ending, Key, LineEditor
 from treadle.adapters.blessed_terminal.screen import (
     HIDE_CURSOR,
@@ -62,6 +62,7 @@ class Prompts:
     term: Any
     screen: Screen
     styles: Styles
+    view: TurnView
     can_answer: bool
     _now: Callable[[], float]
     _in_turn: bool
@@ -84,6 +85,10 @@ class Prompts:
         async with self._lock():
             s = self.styles
             lines, folded_away = folded(request.summary)
+            # The change a write would make is part of what is asked: folded like the
+            # subject when long, never cut, and all of it one key away.
+            change = diff_lines(request.diff, s, SHOWN_LINES, "press v to see all of it")
+            folded_away = folded_away or len(change) < len(diff_lines(request.diff, s))
             self.screen.write_lines(
                 [
                     s.yellow("? ")
@@ -91,6 +96,7 @@ class Prompts:
                     + s.bold(f"Allow {request.tool}: ")
                     + lines[0],
                     *("  " + line for line in lines[1:]),
+                    *("  " + line for line in change),
                 ]
             )
             view = "[v]iew all · " if folded_away else ""
@@ -103,12 +109,17 @@ class Prompts:
             choice = await self._read_choice(row, always=bool(request.prefix), view=folded_away)
             while choice == VIEW_ALL:
                 self.screen.write_lines(
-                    ["  " + printable(line) for line in request.summary.split("\n")]
+                    [
+                        *("  " + printable(line) for line in request.summary.split("\n")),
+                        *("  " + line for line in diff_lines(request.diff, s)),
+                    ]
                 )
                 choice = await self._read_choice(row, always=bool(request.prefix), view=True)
             if choice is None:
                 return None
             answer: ApprovalAnswer = choice
+            if request.diff and answer != "no" and not request.agent:
+                self.view.approved_diffs.add(request.diff)
             self.screen.write_lines([s.dim(f"  → {answer}")])
             self._draw(self._now())
             self.screen.flush()

@@ -131,13 +131,15 @@ class ToolStarted:
 
 @dataclass(frozen=True, slots=True)
 class ToolFinished:
-    """A tool call ended. ``status`` is a short line: ``exit 0 · 0.2 s``, ``deadline``…"""
+    """A tool call ended. ``status`` is a short line: ``exit 0 · 0.2 s``, ``deadline``…
+    ``diff`` is the unified diff of the file a write or an edit changed (issue 14)."""
 
     call: ToolCall
     status: str
     is_error: bool
     duration: float
     agent: str = ""
+    diff: str = ""
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,11 +23,14 @@ class ToolLimits:
 
 @dataclass(frozen=True, slots=True)
 class ToolResult:
-    """What goes back to the model. ``status`` is the short line shown on the terminal."""
+    """What goes back to the model. ``status`` is the short line shown on the terminal;
+    ``diff`` is the unified diff of what the call changed in a file (shown and kept,
+    not sent to the model)."""
 
     text: str
     is_error: bool = False
     status: str = ""
+    diff: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,9 +53,11 @@ ApprovalAnswer = Literal["yes", "no", "always"]
 @dataclass(frozen=True, slots=True)
 class ApprovalRequest:
     """A tool call that needs a yes. ``prefix`` is what "always" would allow from now on;
-    empty when no prefix is safe to allow, and "always" is then not offered."""
+    empty when no prefix is safe to allow, and "always" is then not offered. ``diff``
+    is the change a write would make, shown with the question."""
 
     tool: str
     summary: str
     prefix: str
     agent: str = ""
+    diff: str = ""
