@@ -30,6 +30,7 @@ from treadle.adapters.process.tree import (
 )
 from treadle.adapters.process.watchdog import OWNER_MARKER, ensure_watchdog, watch_cgroup
 from treadle.adapters.redact import Redactor
+from treadle.adapters.sandbox import UNCONFINED, Launch, Sandbox
 from treadle.domain.rules.output_bound import OutputBound
 from treadle.domain.values.process import ProcessError, ProcessResult, ProcessSpec
 
@@ -146,8 +147,10 @@ class SubprocessRunner:
         spill_cap: int = SPILL_CAP,
         redactor: Redactor | None = None,
         cgroups: bool = True,
+        sandbox: Sandbox | None = None,
     ) -> None:
         self._cgroups = cgroups
+        self._sandbox = sandbox
         self._passthrough = frozenset(passthrough_env)
         self._redactor = redactor
         self._grace = grace
@@ -161,11 +164,17 @@ class SubprocessRunner:
         )
         run_id = os.urandom(16).hex()
         become_subreaper()
+        match self._sandbox.launch() if self._sandbox is not None else Success(UNCONFINED):
+            case Failure(reason):
+                return Failure(ProcessError(reason, blocked=True))
+            case Success(launch):
+                pass
         home = cgroup_home() if self._cgroups else None
         cgroup = home.command_group(run_id) if home is not None else None
         started = time.monotonic()
-        match self._start(spec, run_id, cgroup):
+        match self._start(spec, run_id, cgroup, launch):
             case Failure() as failure:
+                launch.finished()
                 if cgroup is not None:
                     cgroup.remove()
                 return failure
@@ -192,15 +201,16 @@ class SubprocessRunner:
                 tree.kill_now()
             if cgroup is not None:
                 cgroup.remove()
+            launch.finished()
             if spill is not None:
                 spill.close()
         return Success(_result(process, bound, spill, time.monotonic() - started, timed_out))
 
     def _start(
-        self, spec: ProcessSpec, run_id: str, cgroup: CommandGroup | None
+        self, spec: ProcessSpec, run_id: str, cgroup: CommandGroup | None, launch: Launch
     ) -> Result[tuple[subprocess.Popen[bytes], int, CommandGroup | None], ProcessError]:
         """Fork and exec the shell (in ``cgroup``, if there is one and it takes it: the
-        result says which); quick enough not to need a thread."""
+        result says which; confined as ``launch`` says); quick enough not to need a thread."""
         if not os.path.isdir(spec.cwd):
             what = "not a folder" if os.path.exists(spec.cwd) else "no such folder"
             return Failure(ProcessError(f"cannot run in {spec.cwd}: {what}"))
@@ -208,7 +218,7 @@ class SubprocessRunner:
         environment = child_environment(
             os.environ,
             passthrough=self._passthrough,
-            extra=spec.env,
+            extra={**launch.env, **spec.env},
             run_id=run_id,
             owner=OWNER_MARKER,
         )
@@ -221,13 +231,14 @@ class SubprocessRunner:
             command = [_GATE_SHELL, "-c", GATE, self._shell, spec.command]
         try:
             process = subprocess.Popen(
-                command,
+                [*launch.prefix, *command],
                 cwd=spec.cwd,
                 env=environment,
                 stdin=subprocess.DEVNULL if gate_read is None else gate_read,
                 stdout=write_end,
                 stderr=write_end,
                 start_new_session=True,
+                pass_fds=launch.pass_fds,  # the sandbox's ruleset, for its exec helper
             )
         except (OSError, ValueError) as error:
             os.close(read_end)
@@ -239,6 +250,7 @@ class SubprocessRunner:
             os.close(write_end)
             if gate_read is not None:
                 os.close(gate_read)
+            launch.started()
         if gate_write is not None:
             if cgroup is not None and not cgroup.adopt(process.pid):
                 cgroup = None

@@ -9,7 +9,7 @@ from returns.result import Failure, Success
 
 from treadle.domain.values.events import PlanStep, PlanUpdated
 from treadle.domain.values.model import ToolSpec
-from treadle.domain.values.outcome import NeedsAnswer
+from treadle.domain.values.outcome import NeedsAnswer, SandboxUnavailable
 from treadle.domain.values.process import ProcessResult, ProcessSpec
 from treadle.domain.values.tools import Access, EndTurn, ToolOutcome, ToolResult
 from treadle.ports.tools import ToolContext
@@ -62,6 +62,8 @@ class BashTool:
                     is_error=result.exit_code != 0,
                     status=process_status(result, timeout),
                 )
+            case Failure(error) if error.blocked:  # no one here can make it possible
+                return EndTurn(SandboxUnavailable(error.detail), f"Not run: {error.detail}.")
             case Failure(error):
                 return ToolResult(
                     f"could not start the command: {error.detail}", True, "not started"

@@ -158,6 +158,13 @@ class NoModel:
 
 
 @dataclass(frozen=True, slots=True)
+class SandboxUnavailable:
+    """Commands must run confined (the person chose a sandbox) and cannot be: ``why``."""
+
+    why: str
+
+
+@dataclass(frozen=True, slots=True)
 class SubAgentEnded:
     """A sub-agent ended in a way its caller cannot go past (blocked, waiting)."""
 
@@ -174,6 +181,7 @@ TurnEnding = (
     | NeedsAnswer
     | Stopped
     | NoModel
+    | SandboxUnavailable
     | SubAgentEnded
 )
 
@@ -197,7 +205,7 @@ def end_turn(cause: TurnEnding) -> TurnOutcome:
             return TurnOutcome(OutcomeKind.WAITING, question)
         case Stopped():
             return TurnOutcome(OutcomeKind.PAUSED)
-        case NoModel(why=why):
+        case NoModel(why=why) | SandboxUnavailable(why=why):
             return TurnOutcome(OutcomeKind.BLOCKED, why)
         case SubAgentEnded(name=name, outcome=outcome):
             return TurnOutcome(outcome.kind, f"{outcome.detail} (in {name})", outcome.reason)

@@ -43,6 +43,8 @@ class ProcessResult:
 
 @dataclass(frozen=True, slots=True)
 class ProcessError:
-    """The command could not be started at all."""
+    """The command could not be started at all. ``blocked``: it must not be, as things
+    are (confinement was asked for and the kernel cannot give it); ``detail`` says why."""
 
     detail: str
+    blocked: bool = False

@@ -1,0 +1,255 @@
+"""Landlock through ctypes: ask the kernel what it supports, and build a ruleset.
+
+The kernel's ABI is used directly (three system calls, an append-only interface)
+rather than a binding from PyPI: the ruleset is built here, in treadle, where a bad
+path or a refused right is an error treadle can report; it is enforced in a separate
+tiny program (:mod:`.confine_exec`) that imports nothing but ``ctypes`` and then
+becomes the command. No binding splits the work that way, and the helper could not
+import one without Python's ``site`` (20 ms more for every command).
+
+Example::
+
+    support = probe()                           # SandboxSupport(abi=7)
+    ruleset = prepare(("/src/app", "/tmp"), support)
+    ...                                         # pass ruleset.fd to the exec helper
+    ruleset.close()
+
+Rights are those the running ABI knows (REFER from 2, TRUNCATE from 3, IOCTL_DEV from
+5): ``handled_access_fs`` never holds a bit the kernel does not know, or it would
+refuse the ruleset. A rule on a path that is not a folder carries only the rights that
+make sense on a file, or the kernel answers EINVAL.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import enum
+import errno
+import os
+import platform
+import stat
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from treadle.domain.rules.sandbox import SandboxSupport
+
+# Since Linux 5.1 every architecture shares the numbers of new system calls.
+SYSCALLS = {"create_ruleset": 444, "add_rule": 445, "restrict_self": 446}
+KNOWN_MACHINES = frozenset(
+    {"x86_64", "aarch64", "arm64", "armv7l", "riscv64", "ppc64le", "s390x", "i686"}
+)
+CREATE_RULESET_VERSION = 1 << 0
+RULE_PATH_BENEATH = 1
+
+
+class Access(enum.IntFlag):
+    """``LANDLOCK_ACCESS_FS_*`` (include/uapi/linux/landlock.h)."""
+
+    EXECUTE = 1 << 0
+    WRITE_FILE = 1 << 1
+    READ_FILE = 1 << 2
+    READ_DIR = 1 << 3
+    REMOVE_DIR = 1 << 4
+    REMOVE_FILE = 1 << 5
+    MAKE_CHAR = 1 << 6
+    MAKE_DIR = 1 << 7
+    MAKE_REG = 1 << 8
+    MAKE_SOCK = 1 << 9
+    MAKE_FIFO = 1 << 10
+    MAKE_BLOCK = 1 << 11
+    MAKE_SYM = 1 << 12
+    REFER = 1 << 13  # ABI 2: rename and link across folders (always refused on ABI 1)
+    TRUNCATE = 1 << 14  # ABI 3: truncate(2) and O_TRUNC (not confined before)
+    IOCTL_DEV = 1 << 15  # ABI 5: ioctl on devices
+
+
+class Scope(enum.IntFlag):
+    """``LANDLOCK_SCOPE_*`` (ABI 6): keep a command from signalling processes outside
+    its domain (treadle among them) or reaching their abstract Unix sockets."""
+
+    ABSTRACT_UNIX_SOCKET = 1 << 0
+    SIGNAL = 1 << 1
+
+
+_ABI1 = Access(0x1FFF)
+_FS_BY_ABI = {
+    1: _ABI1,
+    2: _ABI1 | Access.REFER,
+    3: _ABI1 | Access.REFER | Access.TRUNCATE,
+    4: _ABI1 | Access.REFER | Access.TRUNCATE,  # ABI 4 added network rules only
+    5: _ABI1 | Access.REFER | Access.TRUNCATE | Access.IOCTL_DEV,
+}
+READ = Access.EXECUTE | Access.READ_FILE | Access.READ_DIR
+FILE_RIGHTS = (
+    Access.EXECUTE | Access.WRITE_FILE | Access.READ_FILE | Access.TRUNCATE | Access.IOCTL_DEV
+)
+"""The only rights a rule on a file (not a folder) may carry."""
+DEVICE_RIGHTS = Access.READ_FILE | Access.WRITE_FILE | Access.TRUNCATE | Access.IOCTL_DEV
+
+DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty")
+"""Devices every confined command may write: writing to them leaves nothing behind.
+(A command in its own session has no controlling terminal: /dev/tty fails with ENXIO.)"""
+SHARED_MEMORY = "/dev/shm"
+"""Writable in ``workspace-write``: POSIX semaphores live there (multiprocessing's locks)."""
+
+
+def fs_rights(abi: int) -> Access:
+    """The filesystem rights an ABI handles; later ABIs handle at least ABI 5's.
+
+    >>> Access.REFER in fs_rights(1), Access.REFER in fs_rights(2), Access.IOCTL_DEV in fs_rights(7)
+    (False, True, True)
+    """
+    return _FS_BY_ABI[min(max(abi, 1), 5)]
+
+
+def scopes(abi: int) -> Scope:
+    return Scope.ABSTRACT_UNIX_SOCKET | Scope.SIGNAL if abi >= 6 else Scope(0)
+
+
+class _RulesetAttr(ctypes.Structure):
+    # It grows with the ABI: before ABI 6 only its first 8 bytes are passed.
+    _fields_ = [
+        ("handled_access_fs", ctypes.c_uint64),
+        ("handled_access_net", ctypes.c_uint64),
+        ("scoped", ctypes.c_uint64),
+    ]
+
+
+class _PathBeneathAttr(ctypes.Structure):
+    _pack_ = 1  # __attribute__((packed)): 12 bytes
+    _fields_ = [
+        ("allowed_access", ctypes.c_uint64),
+        ("parent_fd", ctypes.c_int32),
+    ]
+
+
+class LandlockError(OSError):
+    """A Landlock call failed; the message says which and why."""
+
+
+class _Kernel:
+    """The system calls, bound once."""
+
+    def __init__(self) -> None:
+        self._syscall = ctypes.CDLL(None, use_errno=True).syscall
+        self._syscall.restype = ctypes.c_long
+
+    def create_ruleset(self, attr: _RulesetAttr | None, size: int, flags: int) -> int:
+        pointer = ctypes.byref(attr) if attr is not None else None
+        number = ctypes.c_long(SYSCALLS["create_ruleset"])
+        return int(self._syscall(number, pointer, ctypes.c_size_t(size), ctypes.c_uint32(flags)))
+
+    def add_rule(self, ruleset: int, rule: _PathBeneathAttr) -> int:
+        return int(
+            self._syscall(
+                ctypes.c_long(SYSCALLS["add_rule"]),
+                ctypes.c_int(ruleset),
+                ctypes.c_int(RULE_PATH_BENEATH),
+                ctypes.byref(rule),
+                ctypes.c_uint32(0),
+            )
+        )
+
+
+_kernel: _Kernel | None = None
+
+
+def _bound() -> _Kernel:
+    global _kernel
+    if _kernel is None:
+        _kernel = _Kernel()
+    return _kernel
+
+
+def probe() -> SandboxSupport:
+    """The kernel's Landlock ABI version, asked of the system call itself
+    (``/sys/kernel/security`` is often not mounted), or 0 and why there is none."""
+    system, machine = platform.system(), platform.machine()
+    if system != "Linux":
+        return SandboxSupport(0, f"Landlock is Linux-only (this is {system})")
+    if machine not in KNOWN_MACHINES:
+        return SandboxSupport(0, f"no Landlock system calls known for {machine}")
+    abi = _bound().create_ruleset(None, 0, CREATE_RULESET_VERSION)
+    if abi > 0:
+        return SandboxSupport(abi)
+    code = ctypes.get_errno()
+    why = {
+        errno.ENOSYS: "the kernel was built without Landlock (or a seccomp filter hides it)",
+        errno.EOPNOTSUPP: "Landlock is built in but not enabled at boot (lsm= leaves it out)",
+        errno.EPERM: "a seccomp filter or container policy refuses the Landlock system calls",
+    }.get(code, os.strerror(code))
+    return SandboxSupport(0, f"Landlock is unavailable: {why} (kernel {platform.release()})")
+
+
+@dataclass
+class Ruleset:
+    """A ruleset ready to be enforced by the exec helper. Its descriptor is close-on-exec
+    in treadle; the runner passes it to the helper alone. ``skipped`` lists folders
+    that did not exist and got no rule."""
+
+    fd: int
+    abi: int
+    skipped: tuple[str, ...] = field(default=())
+
+    def close(self) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
+
+def prepare(
+    writable: Sequence[str],
+    support: SandboxSupport,
+    *,
+    devices: Sequence[str] = DEVICES,
+    readable: Sequence[str] = ("/",),
+    scoped: bool = True,
+) -> Ruleset:
+    """A ruleset letting a command read ``readable``, change ``writable`` and write
+    ``devices``, and nothing else. Raises :class:`LandlockError`.
+
+    Prepared for each command: rules bind inodes, so a folder deleted and made again
+    since the last command would otherwise be missed (it takes a tenth of a millisecond).
+    """
+    if not support.available:
+        raise LandlockError(errno.EOPNOTSUPP, support.reason)
+    kernel = _bound()
+    handled = fs_rights(support.abi)
+    scope = scopes(support.abi) if scoped else Scope(0)
+    attr = _RulesetAttr(handled_access_fs=handled, handled_access_net=0, scoped=scope)
+    size = ctypes.sizeof(_RulesetAttr) if support.abi >= 6 else 8
+    fd = kernel.create_ruleset(attr, size, 0)
+    if fd < 0:
+        code = ctypes.get_errno()
+        raise LandlockError(code, f"landlock_create_ruleset: {os.strerror(code)}")
+    wanted = [(path, READ) for path in readable]
+    wanted += [(path, handled) for path in writable]
+    wanted += [(path, DEVICE_RIGHTS) for path in devices]
+    skipped: list[str] = []
+    try:
+        for path, access in wanted:
+            if not _add_rule(kernel, fd, path, access & handled):
+                skipped.append(path)
+    except BaseException:
+        os.close(fd)
+        raise
+    return Ruleset(fd, support.abi, tuple(skipped))
+
+
+def _add_rule(kernel: _Kernel, ruleset: int, path: str, access: Access) -> bool:
+    """One path-beneath rule; False when the path does not exist. Symlinks are
+    followed, so a workspace reached through one gets its real folder."""
+    try:
+        target = os.open(path, os.O_PATH | os.O_CLOEXEC)
+    except (FileNotFoundError, NotADirectoryError):
+        return False
+    try:
+        if not stat.S_ISDIR(os.fstat(target).st_mode):
+            access &= FILE_RIGHTS
+        rule = _PathBeneathAttr(allowed_access=access, parent_fd=target)
+        if kernel.add_rule(ruleset, rule) != 0:
+            code = ctypes.get_errno()
+            raise LandlockError(code, f"landlock_add_rule({path}): {os.strerror(code)}")
+    finally:
+        os.close(target)
+    return True
