@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 from treadle import __version__
 
-SUBCOMMANDS = ("replay", "sessions", "config", "mcp", "context", "trust")
+SUBCOMMANDS = ("replay", "sessions", "config", "mcp", "context", "trust", "undo", "redo", "diff")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -23,7 +23,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="A terminal coding agent: the model asks, the tools run, until it answers.",
         epilog="Also: treadle replay TRANSCRIPT [--check] [--recorded-tools] · "
         "treadle sessions · treadle config · treadle mcp · treadle context · "
-        "treadle trust [FOLDER]",
+        "treadle trust [FOLDER] · treadle undo · treadle redo · treadle diff",
     )
     parser.add_argument("task", nargs="?", help="the task for one turn (none: interactive)")
     parser.add_argument(
@@ -32,6 +32,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--base-url", help="the model server, e.g. http://127.0.0.1:11434/v1")
     parser.add_argument("--approval", choices=["ask", "auto", "read-only"])
     parser.add_argument("--workspace", help="the folder the tools work in (default: here)")
+    parser.add_argument(
+        "--sandbox",
+        choices=["workspace-write", "read-only", "off"],
+        help="what commands may write (default: workspace-write, with Landlock)",
+    )
     output = parser.add_mutually_exclusive_group()
     output.add_argument("--print", action="store_true", help="headless: plain lines")
     output.add_argument("--json", action="store_true", help="headless: one JSON event per line")

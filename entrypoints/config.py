@@ -81,6 +81,9 @@ class AppConfig:
     reasoning_echo: str = "auto"
     prices: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
     """Each model's ``[prices."MODEL"]`` table, merged key by key across the layers."""
+    # Issue 14: commands the kernel confines.
+    sandbox: str = "workspace-write"
+    sandbox_writable: tuple[str, ...] = ()
     origins: dict[str, str] = field(default_factory=dict, compare=False)
     held_back: tuple[str, ...] = field(default=(), compare=False)
     """Keys the project file set in a folder not trusted, so left out (issue 15)."""
@@ -205,6 +208,13 @@ KEYS: dict[str, Key] = {
         'dollars per million tokens, as [prices."MODEL"] tables (files only): '
         "input, output, cache_read, cache_write",
     ),
+    # Commands the kernel confines (issue 14).
+    "sandbox": Key(
+        "choice",
+        "what commands may write: workspace-write, read-only or off",
+        choices=("workspace-write", "read-only", "off"),
+    ),
+    "sandbox_writable": Key("texts", "more folders commands may write under workspace-write"),
 }
 """Every key a file, a ``TREADLE_*`` variable or a flag may set (``workspace`` is a flag)."""
 

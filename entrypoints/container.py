@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from treadle.adapters.instructions import ProjectInstructions, read_instructions
 from treadle.adapters.jsonl_transcript import JsonlTranscript
@@ -44,6 +44,7 @@ from treadle.domain.rules.truncation import TokenBudget
 from treadle.domain.values.events import Notice, TurnEvent
 from treadle.domain.values.tools import ToolLimits
 from treadle.entrypoints.config import (
+    DEFAULT,
     RECORDED_SETTINGS,
     AppConfig,
     mcp_server_configs,
@@ -57,9 +58,12 @@ from treadle.ports.model import Model
 from treadle.ports.process import ProcessRunner
 from treadle.ports.terminal import Terminal
 from treadle.ports.tools import Tool
+from treadle.ports.turn_start import TurnStart
 
 if TYPE_CHECKING:
     from treadle.adapters.http_model.endpoint import HttpModel
+    from treadle.adapters.sandbox import Sandbox
+    from treadle.domain.rules.sandbox import SandboxMode
 
 
 class ModelNotConfigured(Exception):
@@ -139,10 +143,37 @@ def _http_model(provider: str, name: str, app: AppConfig, session_id: str) -> Mo
         raise ModelNotConfigured(str(error)) from None
 
 
-def build_runner(app: AppConfig, redactor: Redactor) -> ProcessRunner:
+def build_runner(app: AppConfig, redactor: Redactor, sandbox: Sandbox) -> ProcessRunner:
     from treadle.adapters.process import SubprocessRunner
 
-    return SubprocessRunner(passthrough_env=app.env_passthrough, redactor=redactor)
+    return SubprocessRunner(passthrough_env=app.env_passthrough, redactor=redactor, sandbox=sandbox)
+
+
+def build_sandbox(app: AppConfig, state_dir: str) -> Sandbox:
+    """The session's sandbox: ``app.sandbox`` over the workspace. A mode the person set
+    (a file, a variable, a flag) is explicit: without Landlock it refuses commands."""
+    from treadle.adapters.checkpoints import workspace_key
+    from treadle.adapters.sandbox import Sandbox
+
+    workspace = os.path.realpath(app.workspace)
+    cache = os.path.join(state_dir, "cache", workspace_key(workspace)) if state_dir else ""
+    mode = cast("SandboxMode", app.sandbox)
+    explicit = app.origin("sandbox") != DEFAULT
+    return Sandbox(mode, workspace, explicit=explicit, writable=app.sandbox_writable, cache=cache)
+
+
+def build_turn_start(
+    app: AppConfig, state_dir: str, session_dir: str, sandbox: Sandbox
+) -> TurnStart | None:
+    """Before each turn: a checkpoint of the workspace (only for a session, which has a
+    state folder to keep it in) and the sandbox's warning."""
+    if not state_dir:
+        return None
+    from treadle.adapters.checkpoints import shadow_for
+    from treadle.adapters.turn_start import HostTurnStart
+
+    shadow = shadow_for(state_dir, app.workspace)
+    return HostTurnStart(shadow, session=os.path.basename(session_dir), sandbox=sandbox)
 
 
 def build_tools(servers: McpServers | None = None) -> list[Tool]:
@@ -326,6 +357,7 @@ class Container(containers.DeclarativeContainer):
     mode: providers.Provider[str] = providers.Object("plain")
     interactive: providers.Provider[bool] = providers.Object(False)
     session_dir: providers.Provider[str] = providers.Object("")
+    state_dir: providers.Provider[str] = providers.Object("")
     resume_hint: providers.Provider[str] = providers.Object("")
     verbose: providers.Provider[bool] = providers.Object(False)
     session_id: providers.Provider[str] = providers.Callable(os.path.basename, session_dir)
@@ -337,7 +369,13 @@ class Container(containers.DeclarativeContainer):
         build_terminal, mode, resume_hint, leave_now, verbose
     )
     redactor: providers.Provider[Redactor] = providers.Singleton(build_redactor, app)
-    runner: providers.Provider[ProcessRunner] = providers.Singleton(build_runner, app, redactor)
+    sandbox: providers.Provider[Sandbox] = providers.Singleton(build_sandbox, app, state_dir)
+    runner: providers.Provider[ProcessRunner] = providers.Singleton(
+        build_runner, app, redactor, sandbox
+    )
+    turn_start: providers.Provider[TurnStart | None] = providers.Singleton(
+        build_turn_start, app, state_dir, session_dir, sandbox
+    )
     screen: providers.Provider[Terminal] = providers.Singleton(
         RedactingTerminal, terminal, redactor
     )
@@ -359,7 +397,13 @@ class Container(containers.DeclarativeContainer):
         build_settings, app, session_dir, interactive, log_path, instructions
     )
     ports: providers.Provider[TurnPorts] = providers.Singleton(
-        TurnPorts, model=model, clock=clock, runner=runner, terminal=screen, transcript=transcript
+        TurnPorts,
+        model=model,
+        clock=clock,
+        runner=runner,
+        terminal=screen,
+        transcript=transcript,
+        turn_start=turn_start,
     )
     agent: providers.Provider[Agent] = providers.Singleton(
         build_agent, ports, settings, tools, history, leave_now
@@ -377,6 +421,9 @@ def session_container(
     container.interactive.override(providers.Object(mode == "tty"))
     container.session_dir.override(providers.Object(session_dir))
     container.resume_hint.override(providers.Object(resume_hint))
+    from treadle.entrypoints.session import state_dir
+
+    container.state_dir.override(providers.Object(str(state_dir())))
     return container
 
 

@@ -35,7 +35,7 @@ def new_session_id() -> str:
 
 def flag_values(args: argparse.Namespace) -> dict[str, object]:
     values: dict[str, object] = {}
-    for key in ("model", "base_url", "approval", "workspace"):
+    for key in ("model", "base_url", "approval", "workspace", "sandbox"):
         value = getattr(args, key, None)
         if value is not None:
             values[key] = value

@@ -47,8 +47,9 @@ from treadle.ports.clock import Clock
 from treadle.ports.model import Model
 from treadle.ports.process import ProcessRunner
 from treadle.ports.terminal import Terminal
-from treadle.ports.tools import Tool, ToolContext
+from treadle.ports.tools import PreviewsChanges, Tool, ToolContext
 from treadle.ports.transcript import TranscriptStore
+from treadle.ports.turn_start import TurnStart
 
 log = logging.getLogger(__name__)
 
@@ -62,6 +63,8 @@ class TurnPorts:
     runner: ProcessRunner
     terminal: Terminal
     transcript: TranscriptStore | None = None
+    turn_start: TurnStart | None = None
+    """What happens on the host as each main turn starts (a checkpoint of the workspace)."""
 
 
 def core_tools() -> list[Tool]:
@@ -157,7 +160,7 @@ class Agent:
         close_unanswered(self.history)
         self.history.append(Message.user(task))
         try:
-            cause = await self._loop(stop)
+            cause = await self._before_turn(task, stop) or await self._loop(stop)
         except asyncio.CancelledError:
             close_unanswered(self.history)
             self._end(end_turn(Stopped()), started)
@@ -184,6 +187,17 @@ class Agent:
         started = self._turn_started
         if started is not None:
             self._end(end_turn(Stopped()), started)
+
+    async def _before_turn(self, task: str, stop: StopSignal) -> TurnEnding | None:
+        """The host's part of a main turn's start (a checkpoint); a stop ends the turn."""
+        if self.name or self.ports.turn_start is None:
+            return None
+        notices = await stop.race(self.ports.turn_start.before_turn(task))
+        if isinstance(notices, StoppedFirst):
+            return Stopped()
+        for notice in notices:
+            self.emit(notice)
+        return None
 
     async def _loop(self, stop: StopSignal) -> TurnEnding:
         specs = [tool.spec for tool in self.tools.values()]
@@ -271,7 +285,10 @@ class Agent:
         if isinstance(decision, Deny):
             return self._refuse(call, decision.why, summary)
         if isinstance(decision, Ask):
-            request = ApprovalRequest(call.name, summary, decision.prefix, self.name)
+            diff = ""
+            if isinstance(tool, PreviewsChanges):  # the person sees what they say yes to
+                diff = await tool.preview(arguments, self._context(stop))
+            request = ApprovalRequest(call.name, summary, decision.prefix, self.name, diff)
             reply = await self.ports.terminal.ask_approval(request)
             if reply is None:
                 needed = f"approval needed to run {call.name}: {summary}"
@@ -306,9 +323,9 @@ class Agent:
             self.emit(ToolFinished(call, "crashed", True, clock.now() - started, self.name))
             raise
         match outcome:
-            case ToolResult(status=status, is_error=is_error):
+            case ToolResult(status=status, is_error=is_error, diff=diff):
                 duration = clock.now() - started
-                self.emit(ToolFinished(call, status, is_error, duration, self.name))
+                self.emit(ToolFinished(call, status, is_error, duration, self.name, diff))
                 log.debug("tool %s ended: %s in %.3f s", call.name, status, duration)
             case EndTurn(cause=cause):
                 self.emit(ToolFinished(call, end_turn(cause).kind.value, False, 0.0, self.name))

@@ -155,6 +155,8 @@ def test_every_key_can_be_set_from_a_file(places: tuple[Path, Path, dict[str, st
             "project_instructions = false",
             "project_instructions_limit = 100",
             'mcp_allowed = ["mcp__time__*"]',
+            'sandbox = "read-only"',
+            'sandbox_writable = ["/opt/cache"]',
             "[mcp_servers.time]",
             'command = "mcp-server-time"',
             '[prices."gpt-4.1"]',
