@@ -1,5 +1,6 @@
 """``treadle replay``, ``treadle sessions``, ``treadle config``, ``treadle mcp``,
-``treadle context`` and ``treadle trust``.
+``treadle context`` and ``treadle trust`` (and ``treadle undo``, ``redo`` and
+``diff``, in :mod:`treadle.entrypoints.changes`).
 
 ``run_subcommand(["replay", "t.jsonl", "--check"])`` returns the exit code: 0 when the
 replay made every recorded request, 1 (with ``--check``) at the first divergence, 2
@@ -55,6 +56,10 @@ def build_parser() -> argparse.ArgumentParser:
         "trust", help="let this folder's .treadle.toml set its server, key and approvals"
     )
     trust.add_argument("folder", nargs="?", default=".", help="the folder (default: here)")
+    config.add_argument("--sandbox")
+    from treadle.entrypoints.changes import add_parsers
+
+    add_parsers(commands)
     return parser
 
 
@@ -76,6 +81,10 @@ def run_subcommand(argv: Sequence[str], out: TextIO | None = None) -> int:
             return show_context(args, out)
         if args.command == "trust":
             return trust(args.folder, out)
+        if args.command in ("undo", "redo", "diff"):
+            from treadle.entrypoints.changes import run_change_command
+
+            return run_change_command(args, out)
         return asyncio.run(replay(args, out))
     except ConfigError as error:
         print(f"treadle: {error}", file=sys.stderr)

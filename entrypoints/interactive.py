@@ -13,9 +13,9 @@ import os
 import signal
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from treadle import __version__
 from treadle.domain.loop.stop import StopSignal
@@ -23,6 +23,9 @@ from treadle.domain.loop.turn import Agent
 from treadle.domain.values.outcome import NoModel, end_turn
 from treadle.entrypoints.config import AppConfig
 from treadle.entrypoints.interrupts import SignalPolicy
+
+if TYPE_CHECKING:
+    from treadle.adapters.blessed_terminal import BlessedTerminal
 
 EXIT_COMMANDS = frozenset({"/exit", "/quit"})
 
@@ -78,14 +81,19 @@ class SessionInterrupts:
 
 
 async def run_interactive(
-    agent: Agent, prompt: TaskPrompt, interrupts: SessionInterrupts | None = None
+    agent: Agent,
+    prompt: TaskPrompt,
+    interrupts: SessionInterrupts | None = None,
+    commands: Mapping[str, Callable[[], Awaitable[None]]] | None = None,
 ) -> int:
     """Read a task, run a turn on it, and again, until the person leaves.
 
-    An empty line is ignored; ``/exit`` or Ctrl-D ends the session. Returns the
+    An empty line is ignored; ``/exit`` or Ctrl-D ends the session; a line that names
+    one of ``commands`` (``/undo``, ``/diff``…) runs it instead of a turn. Returns the
     session's exit code: 0, or 130 when a signal ended it.
     """
     interrupts = interrupts or SessionInterrupts(prompt)
+    commands = commands or {}
     while not interrupts.ending:
         line = await prompt.read_task()
         if line is None:
@@ -95,6 +103,9 @@ async def run_interactive(
             continue
         if task in EXIT_COMMANDS:
             break
+        if task in commands:
+            await commands[task]()
+            continue
         stop = StopSignal()
         interrupts.stop = stop
         try:
@@ -111,6 +122,7 @@ def run_interactive_session(
     greeting = [
         f"treadle {__version__} · {app.model or 'no model'} · {os.path.realpath(app.workspace)}",
         "Type a task and press Enter. Esc stops a turn; /exit or Ctrl-D leaves.",
+        "/diff shows what the last turn changed, /undo takes it back, /redo the undo.",
     ]
     return asyncio.run(_session(app, session_dir, session_id, greeting, verbose))
 
@@ -146,7 +158,24 @@ async def _session(
         terminal.open_session()
         interrupts = SessionInterrupts(terminal, terminal.leave_now)
         interrupts.install()
-        return await run_interactive(agent, terminal, interrupts)
+        commands = change_commands(app, terminal)
+        return await run_interactive(agent, terminal, interrupts, commands)
     finally:
         terminal.close()
         await end_session(container)
+
+
+def change_commands(
+    app: AppConfig, terminal: BlessedTerminal
+) -> dict[str, Callable[[], Awaitable[None]]]:
+    """``/undo``, ``/redo`` and ``/diff``, their reports shown on ``terminal``."""
+    from treadle.entrypoints.changes import Report, session_commands
+    from treadle.entrypoints.session import state_dir
+
+    def show(report: Report) -> None:
+        if report.diff:
+            terminal.show_diff(report.lines[0], "\n".join(report.lines[1:]))
+        else:
+            terminal.report(list(report.lines), problem=not report.ok)
+
+    return session_commands(str(state_dir()), os.path.realpath(app.workspace), show)

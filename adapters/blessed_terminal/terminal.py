@@ -24,7 +24,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from treadle.adapters.blessed_terminal.display import Styles, TurnView
+from treadle.adapters.blessed_terminal.display import Styles, TurnView, diff_lines
 from treadle.adapters.blessed_terminal.keyboard import Keyboard
 from treadle.adapters.blessed_terminal.line_editor import Key
 from treadle.adapters.blessed_terminal.prompts import Prompts
@@ -214,6 +214,20 @@ class BlessedTerminal(Prompts):
     def note(self, lines: list[str]) -> None:
         """Dim lines of the session's own (a greeting, a hint)."""
         self.screen.write_lines([self.styles.dim(printable(line)) for line in lines])
+        self._draw(self._now())
+        self.screen.flush()
+
+    def report(self, lines: list[str], *, problem: bool = False) -> None:
+        """Lines the session says between turns (what an undo did); a problem in red."""
+        style = self.styles.red if problem else (lambda line: line)
+        self.screen.write_lines([style(printable(line)) for line in lines])
+        self._draw(self._now())
+        self.screen.flush()
+
+    def show_diff(self, title: str, diff: str) -> None:
+        """A diff between turns (``/diff``), coloured, under a bold ``title``."""
+        rows = diff_lines(diff, self.styles)
+        self.screen.write_lines([self.styles.bold(printable(title)), *rows])
         self._draw(self._now())
         self.screen.flush()
 

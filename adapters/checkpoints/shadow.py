@@ -305,7 +305,9 @@ class ShadowRepository:
         def undo() -> Result[Restored, str]:
             checkpoints = self._read(CHECKPOINTS)
             if not checkpoints and self._read(UNDONE):
-                return Failure(f"nothing left to undo in {self.workspace}: every turn recorded is")
+                return Failure(
+                    f"nothing left to undo in {self.workspace}: every recorded turn is undone"
+                )
             if not checkpoints:
                 return Failure(self._nothing_recorded("to undo"))
             target = checkpoints[-1]

@@ -1,0 +1,181 @@
+"""``treadle undo``, ``treadle redo`` and ``treadle diff``, and ``/undo``, ``/redo`` and
+``/diff`` in an interactive session: what the last turn changed, and taking it back.
+
+Each works on the checkpoints of one workspace, kept in the state folder whatever the
+session: ``undo`` puts the workspace back as it was before the last turn run in it
+(again: the turn before that), ``redo`` takes the last undo back, ``diff`` shows what
+changed since the last turn started. They print what they did, as lines.
+
+Example::
+
+    report = undo_last_turn(shadow_for(state, "."))
+    print("\\n".join(report.lines))     # Undid the turn “fix the tests” …
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import TextIO
+
+from returns.result import Failure, Success
+
+from treadle.adapters.checkpoints import Checkpoint, Restored, ShadowRepository, shadow_for
+
+Command = Callable[[], Awaitable[None]]
+
+
+@dataclass(frozen=True, slots=True)
+class Report:
+    """What a command did, as lines to print; ``ok`` False when it could not."""
+
+    lines: tuple[str, ...]
+    ok: bool = True
+    diff: bool = False
+    """The lines are a diff (to colour on a terminal)."""
+
+
+def undo_last_turn(shadow: ShadowRepository) -> Report:
+    match shadow.undo():
+        case Failure(why):
+            return Report((why,), ok=False)
+        case Success(restored):
+            pass
+    head = f"Undid {_turn(restored.to)}"
+    return Report(_restored_lines(head, restored, "treadle redo (or /redo) takes this undo back."))
+
+
+def redo_last_undo(shadow: ShadowRepository) -> Report:
+    match shadow.redo():
+        case Failure(why):
+            return Report((why,), ok=False)
+        case Success(restored):
+            pass
+    head = f"Redid: the workspace is as it was before the undo of {_turn(restored.to)}"
+    return Report(_restored_lines(head, restored, "treadle undo takes this turn back again."))
+
+
+def show_changes(shadow: ShadowRepository) -> Report:
+    match shadow.changes():
+        case Failure(why):
+            return Report((why,), ok=False)
+        case Success(changes):
+            pass
+    since = _turn(changes.since)
+    if not changes.text.strip():
+        return Report((f"No change since the start of {since}.",))
+    return Report((f"Changes since the start of {since}:", *changes.text.splitlines()), diff=True)
+
+
+def _restored_lines(head: str, restored: Restored, after: str) -> tuple[str, ...]:
+    if not restored.restored and not restored.removed:
+        return (f"{head}: nothing had changed since.", *_warnings(restored))
+    lines = [f"{head}:"]
+    lines += [f"  restored  {path}" for path in restored.restored]
+    lines += [f"  removed   {path}" for path in restored.removed]
+    return (*lines, *_warnings(restored), after)
+
+
+def _warnings(restored: Restored) -> list[str]:
+    return [f"warning: {notice}" for notice in restored.notices]
+
+
+def _turn(checkpoint: Checkpoint) -> str:
+    """``the turn “fix the tests” (session 2025…, 12:03)``."""
+    manifest = checkpoint.manifest
+    task = f" “{manifest.task}”" if manifest.task else ""
+    when = time.strftime("%Y-%m-%d %H:%M", time.localtime(manifest.created))
+    where = f"session {manifest.session}, {when}" if manifest.session else when
+    return f"the turn{task} ({where})"
+
+
+# The subcommands --------------------------------------------------------------------
+
+
+def add_parsers(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """``undo``, ``redo`` and ``diff`` for the subcommands' parser."""
+    helps = {
+        "undo": "put the workspace back as it was before the last turn",
+        "redo": "take the last undo back",
+        "diff": "show what changed since the last turn started",
+    }
+    for name, text in helps.items():
+        parser = commands.add_parser(name, help=text)
+        parser.add_argument("--workspace", help="the folder (default: here)")
+
+
+def run_change_command(args: argparse.Namespace, out: TextIO) -> int:
+    """Run ``treadle undo|redo|diff``: 0 when done, 1 when there was nothing to do or it
+    failed (the reason on stderr), 2 when a turn is running in the folder."""
+    from treadle.entrypoints.session import state_dir
+
+    workspace = os.path.realpath(args.workspace or os.getcwd())
+    if not os.path.isdir(workspace):
+        print(f"treadle: {workspace}: no such folder", file=sys.stderr)
+        return 2
+    state = str(state_dir())
+    busy = busy_with_a_turn(state, workspace, args.command) if args.command != "diff" else ""
+    if busy:
+        print(f"treadle: {busy}", file=sys.stderr)
+        return 2
+    shadow = shadow_for(state, workspace)
+    action = {"undo": undo_last_turn, "redo": redo_last_undo, "diff": show_changes}
+    report = action[args.command](shadow)
+    if not report.ok:
+        print(f"treadle: {report.lines[0]}", file=sys.stderr)
+        return 1
+    print("\n".join(coloured(report, out)), file=out)
+    return 0
+
+
+def busy_with_a_turn(state: str, workspace: str, command: str) -> str:
+    """Why ``command`` must wait, when a session is in the middle of a turn in
+    ``workspace``: undoing under it would pull the files from under a running turn."""
+    from treadle.adapters.sessions import RUNNING, SessionStore, is_alive
+
+    store = SessionStore(os.path.join(state, "sessions"))
+    for session_id in store.ids():
+        meta = store.meta(session_id)
+        if meta.workspace == workspace and meta.outcome == RUNNING and is_alive(meta.pid):
+            return (
+                f"a turn is running in {workspace} (session {session_id}): "
+                f"{command} when it has ended"
+            )
+    return ""
+
+
+def session_commands(
+    state: str, workspace: str, show: Callable[[Report], None]
+) -> dict[str, Command]:
+    """``/undo``, ``/redo`` and ``/diff`` for an interactive session, between its turns;
+    ``show`` puts a report on the screen."""
+    shadow = shadow_for(state, workspace)
+
+    def command(name: str, action: Callable[[ShadowRepository], Report]) -> Command:
+        async def run() -> None:
+            busy = busy_with_a_turn(state, workspace, name) if name != "/diff" else ""
+            show(Report((busy,), ok=False) if busy else await asyncio.to_thread(action, shadow))
+
+        return run
+
+    return {
+        "/undo": command("/undo", undo_last_turn),
+        "/redo": command("/redo", redo_last_undo),
+        "/diff": command("/diff", show_changes),
+    }
+
+
+def coloured(report: Report, out: TextIO) -> Sequence[str]:
+    """The report's lines, a diff coloured when ``out`` is a terminal that takes colour."""
+    if not report.diff or not out.isatty() or os.environ.get("NO_COLOR"):
+        return report.lines
+    from treadle.adapters.blessed_terminal.display import Styles, diff_lines
+    from treadle.adapters.blessed_terminal.terminal import quiet_blessed_terminal
+
+    styles = Styles.of(quiet_blessed_terminal())
+    return [report.lines[0], *diff_lines("\n".join(report.lines[1:]), styles)]
