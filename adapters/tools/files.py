@@ -11,12 +11,15 @@ import asyncio
 import os
 import stat
 from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from typing import Any, BinaryIO
 
 from returns.result import Failure, Result, Success
 
 from treadle.adapters.tools.arguments import flag, plural, refuse, text, whole
+from treadle.adapters.tools.file_diff import BINARY_SNIFF, DIFF_UP_TO, change_diff, looks_binary
 from treadle.adapters.tools.workspace import LinkOnTheWay, Workspace
+from treadle.domain.rules.diffs import describe_counts
 from treadle.domain.values.model import ToolSpec
 from treadle.domain.values.tools import Access, ToolOutcome, ToolResult
 from treadle.ports.tools import ToolContext
@@ -24,7 +27,6 @@ from treadle.ports.tools import ToolContext
 DEFAULT_LINES = 2000
 LONGEST_LINE = 2000
 """Characters shown of one line; minified files would otherwise fill the answer."""
-BINARY_SNIFF = 8192
 COUNT_LINES_UP_TO = 64 * 1024 * 1024
 """Past the window, lines are counted this far to say how many remain; beyond, "at least"."""
 
@@ -100,7 +102,7 @@ def _read_window(
 ) -> ToolResult:
     try:
         with _open_to_read(workspace, real) as file:
-            if _looks_binary(file.read(BINARY_SNIFF)):
+            if looks_binary(file.read(BINARY_SNIFF)):
                 return refuse(f"{shown} is a binary file, not shown", "binary file")
             file.seek(0)
             return _numbered_window(file, shown, offset, limit, budget)
@@ -188,10 +190,6 @@ def _count_rest(file: BinaryIO) -> tuple[int, bool]:
     return count + (last != b"\n"), True
 
 
-def _looks_binary(start: bytes) -> bool:
-    return b"\0" in start
-
-
 # Writing ---------------------------------------------------------------------
 
 WRITE_SPEC = ToolSpec(
@@ -237,9 +235,22 @@ class WriteFileTool:
                 pass
         return await asyncio.to_thread(_write, workspace, real, path, content)
 
+    async def preview(self, arguments: Mapping[str, Any], context: ToolContext) -> str:
+        path, content = text(arguments, "path"), text(arguments, "content")
+        workspace = Workspace(context.workspace)
+        match workspace.resolve(path, for_writing=True):
+            case Failure():
+                return ""
+            case Success(real):
+                pass
+        return await asyncio.to_thread(
+            lambda: change_diff(path, _current(workspace, real), content)
+        )
+
 
 def _write(workspace: Workspace, real: str, shown: str, content: str) -> ToolResult:
     data = content.encode("utf-8", errors="surrogateescape")
+    before = _current(workspace, real)
     match replace_file(workspace, real, data, shown):
         case Failure(problem):
             return refuse(problem)
@@ -248,7 +259,21 @@ def _write(workspace: Workspace, real: str, shown: str, content: str) -> ToolRes
     lines = plural(content.count("\n") + (bool(content) and not content.endswith("\n")), "line")
     size = plural(len(data), "byte")
     how = "replaced" if existed else "created"
-    return ToolResult(f"Wrote {lines} ({size}) to {shown} ({how}).", status=f"{how}, {lines}")
+    diff = change_diff(shown, before, data)
+    return ToolResult(
+        f"Wrote {lines} ({size}) to {shown} ({how}).",
+        status=f"{how}, {lines} · {describe_counts(diff)}",
+        diff=diff,
+    )
+
+
+def _current(workspace: Workspace, real: str) -> bytes | None:
+    """What a file holds now (enough of it for a diff); None when there is none."""
+    try:
+        with _open_to_read(workspace, real) as file:
+            return file.read(DIFF_UP_TO + 1)
+    except OSError:
+        return None
 
 
 def replace_file(workspace: Workspace, real: str, data: bytes, shown: str) -> Result[bool, str]:
@@ -350,10 +375,6 @@ class EditFileTool:
     async def run(self, arguments: Mapping[str, Any], context: ToolContext) -> ToolOutcome:
         path = text(arguments, "path")
         old, new = text(arguments, "old_string"), text(arguments, "new_string")
-        if not old:
-            return refuse("old_string is empty: use write_file to create or replace a file")
-        if old == new:
-            return refuse("old_string and new_string are the same: nothing would change")
         workspace = Workspace(context.workspace)
         match workspace.resolve(path, for_writing=True):
             case Failure(problem):
@@ -363,23 +384,71 @@ class EditFileTool:
         every = flag(arguments, "replace_all")
         return await asyncio.to_thread(_edit, workspace, real, path, old, new, every)
 
+    async def preview(self, arguments: Mapping[str, Any], context: ToolContext) -> str:
+        path = text(arguments, "path")
+        old, new = text(arguments, "old_string"), text(arguments, "new_string")
+        workspace = Workspace(context.workspace)
+        match workspace.resolve(path, for_writing=True):
+            case Failure():
+                return ""
+            case Success(real):
+                pass
+        every = flag(arguments, "replace_all")
+        planned = await asyncio.to_thread(_plan_edit, workspace, real, path, old, new, every)
+        return planned.map(lambda edit: change_diff(path, edit.content, edit.updated)).value_or("")
+
+
+@dataclass(frozen=True, slots=True)
+class _Edit:
+    content: str
+    updated: str
+    count: int
+    first_line: int
+
 
 def _edit(
     workspace: Workspace, real: str, shown: str, old: str, new: str, every: bool
 ) -> ToolResult:
+    planned = _plan_edit(workspace, real, shown, old, new, every)
+    edit = planned.value_or(None)
+    if edit is None:
+        return planned.failure()  # why it cannot be made
+    data = edit.updated.encode("utf-8", errors="surrogateescape")
+    match replace_file(workspace, real, data, shown):
+        case Failure(problem):
+            return refuse(problem)
+    what = plural(edit.count if every else 1, "occurrence")
+    diff = change_diff(shown, edit.content, edit.updated)
+    return ToolResult(
+        f"Replaced {what} in {shown} (first at line {edit.first_line}).",
+        status=f"replaced {what} · {describe_counts(diff)}",
+        diff=diff,
+    )
+
+
+def _plan_edit(
+    workspace: Workspace, real: str, shown: str, old: str, new: str, every: bool
+) -> Result[_Edit, ToolResult]:
+    """The file's text before and after the edit, or why the edit cannot be made."""
+    if not old:
+        return Failure(refuse("old_string is empty: use write_file to create or replace a file"))
+    if old == new:
+        return Failure(refuse("old_string and new_string are the same: nothing would change"))
     try:
         with _open_to_read(workspace, real) as file:
             data = file.read()
     except FileNotFoundError:
-        return refuse(f"no such file: {shown} (use write_file to create it)", "not found")
+        return Failure(refuse(f"no such file: {shown} (use write_file to create it)", "not found"))
     except IsADirectoryError:
-        return refuse(f"{shown} is a folder, not a file", "is a folder")
+        return Failure(refuse(f"{shown} is a folder, not a file", "is a folder"))
     except PermissionError:
-        return refuse(f"permission denied: {shown}", "permission denied")
+        return Failure(refuse(f"permission denied: {shown}", "permission denied"))
     except OSError as error:
-        return refuse(f"cannot read {shown}: {_why(error)}", "cannot read")
-    if _looks_binary(data[:BINARY_SNIFF]):
-        return refuse(f"{shown} is a binary file: edit_file changes text files only", "binary")
+        return Failure(refuse(f"cannot read {shown}: {_why(error)}", "cannot read"))
+    if looks_binary(data[:BINARY_SNIFF]):
+        return Failure(
+            refuse(f"{shown} is a binary file: edit_file changes text files only", "binary")
+        )
     # Undecodable bytes survive the round trip untouched.
     content = data.decode("utf-8", errors="surrogateescape")
     if old not in content and "\r\n" in content and "\r\n" not in old:
@@ -387,28 +456,25 @@ def _edit(
         old, new = old.replace("\n", "\r\n"), new.replace("\n", "\r\n")
     count = content.count(old)
     if count == 0:
-        return refuse(
-            f"old_string was not found in {shown}. It must match exactly, whitespace and "
-            "indentation included: read the file again and copy the text.",
-            "no match",
+        return Failure(
+            refuse(
+                f"old_string was not found in {shown}. It must match exactly, whitespace and "
+                "indentation included: read the file again and copy the text.",
+                "no match",
+            )
         )
     if count > 1 and not every:
-        lines = _lines_of(content, old)
-        return refuse(
-            f"old_string occurs {count} times in {shown} (lines {', '.join(map(str, lines))}): "
-            "include more surrounding text to pick one, or set replace_all to change all.",
-            "ambiguous match",
+        lines = ", ".join(map(str, _lines_of(content, old)))
+        return Failure(
+            refuse(
+                f"old_string occurs {count} times in {shown} (lines {lines}): include more "
+                "surrounding text to pick one, or set replace_all to change all.",
+                "ambiguous match",
+            )
         )
     first_line = content.count("\n", 0, content.index(old)) + 1
     updated = content.replace(old, new) if every else content.replace(old, new, 1)
-    match replace_file(workspace, real, updated.encode("utf-8", errors="surrogateescape"), shown):
-        case Failure(problem):
-            return refuse(problem)
-    what = plural(count if every else 1, "occurrence")
-    return ToolResult(
-        f"Replaced {what} in {shown} (first at line {first_line}).",
-        status=f"replaced {what}",
-    )
+    return Success(_Edit(content, updated, count, first_line))
 
 
 def _lines_of(content: str, piece: str) -> list[int]:
