@@ -222,7 +222,7 @@ class ShadowRepository:
         """``info/exclude``: the user's own ``.git/info/exclude`` (read, never written),
         the user's ``.git`` itself, treadle's folders and this checkpoint's skipped
         paths. The workspace's ``.gitignore`` files (nested too) apply by themselves."""
-        lines = ["# written by treadle", ".git"]
+        lines = ["# written by treadle", ".git"]  # git skips .git itself; this says so twice
         user_exclude = os.path.join(self.workspace, ".git", "info", "exclude")
         if os.path.isfile(user_exclude):
             with open(user_exclude, encoding="utf-8", errors="replace") as handle:

@@ -1,0 +1,182 @@
+"""Commands confined by the real kernel: Landlock, through the runner and its exec helper.
+
+The workspace and the folder "outside" it are made under /var/tmp, so that the temporary
+folder being writable hides nothing; every test is skipped on a kernel without Landlock.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from treadle.adapters.process import SubprocessRunner
+from treadle.adapters.sandbox import Sandbox, probe
+from treadle.adapters.sandbox.confinement import HELPER
+from treadle.adapters.sandbox.landlock import prepare
+from treadle.domain.rules.sandbox import SandboxMode, SandboxSupport
+from treadle.domain.values.process import ProcessResult, ProcessSpec
+
+SUPPORT = probe()
+pytestmark = pytest.mark.skipif(not SUPPORT.available, reason=SUPPORT.reason)
+DENIED = "Permission denied"
+
+
+@pytest.fixture
+def places() -> Iterator[tuple[Path, Path]]:
+    """A workspace and a folder beside it, neither in a temporary folder."""
+    root = Path(tempfile.mkdtemp(prefix="treadle-sandbox-", dir="/var/tmp"))
+    workspace, outside = root / "work", root / "outside"
+    workspace.mkdir()
+    outside.mkdir()
+    (outside / "kept.txt").write_text("original\n")
+    yield workspace, outside
+    shutil.rmtree(root, ignore_errors=True)
+
+
+async def run(
+    command: str, workspace: Path, mode: SandboxMode = "workspace-write", **options: object
+) -> ProcessResult:
+    sandbox = Sandbox(mode, str(workspace), **options)  # type: ignore[arg-type]
+    runner = SubprocessRunner(sandbox=sandbox)
+    return (await runner.run(ProcessSpec(command, cwd=str(workspace), timeout=30))).unwrap()
+
+
+async def test_writes_outside_the_workspace_are_refused_and_inside_allowed(places) -> None:
+    workspace, outside = places
+    result = await run(
+        f"echo new > {outside}/new.txt; echo more >> {outside}/kept.txt; "
+        f"rm -f {outside}/kept.txt; mkdir {outside}/made; "
+        "mkdir -p a/b && echo inside > a/b/f && mv a/b/f a/g && rm -r a/b && cat a/g",
+        workspace,
+    )
+    assert result.output.count(DENIED) == 4, result.output
+    assert result.output.rstrip().endswith("inside")
+    assert sorted(os.listdir(outside)) == ["kept.txt"]
+    assert (outside / "kept.txt").read_text() == "original\n"
+    assert (workspace / "a" / "g").read_text() == "inside\n"
+
+
+async def test_read_only_refuses_writes_to_the_workspace_and_outside(places) -> None:
+    workspace, outside = places
+    result = await run(
+        f"echo x > here.txt; echo y > {outside}/there.txt; echo z > /dev/null && echo devnull ok",
+        workspace,
+        "read-only",
+    )
+    assert result.output.count(DENIED) == 2, result.output
+    assert "devnull ok" in result.output
+    assert os.listdir(workspace) == [] and sorted(os.listdir(outside)) == ["kept.txt"]
+
+
+async def test_a_descendant_that_leaves_the_session_is_still_confined(places) -> None:
+    workspace, outside = places
+    escape = f"echo escaped > {outside}/escaped.txt"
+    result = await run(
+        f"setsid bash -c '{escape}' 2>&1; (bash -c '( {escape} ) &' &) 2>&1; sleep 0.2; wait",
+        workspace,
+    )
+    assert result.output.count(DENIED) == 2, result.output
+    assert not (outside / "escaped.txt").exists()
+
+
+async def test_a_command_that_needs_the_temporary_folder_works_in_both_modes(places) -> None:
+    workspace, _ = places
+    needs_temp = (
+        f'{sys.executable} -c "import tempfile; f = tempfile.NamedTemporaryFile(); '
+        "f.write(b'x'); f.flush(); print('temp ok', tempfile.gettempdir())\"; "
+        'd=$(mktemp -d) && echo hi > "$d/f" && cat "$d/f"'
+    )
+    for mode in ("workspace-write", "read-only"):
+        result = await run(needs_temp, workspace, mode)
+        assert result.exit_code == 0, result.output
+        assert "temp ok" in result.output and "hi" in result.output
+
+
+async def test_a_read_only_command_gets_its_own_scratch_folder_deleted_after_it(places) -> None:
+    workspace, _ = places
+    result = await run('echo "$TMPDIR"; touch "$TMPDIR/left"', workspace, "read-only")
+    scratch = Path(result.output.strip())
+    assert scratch.name.startswith("treadle-scratch-")
+    assert not scratch.exists()  # noqa: ASYNC240 (a test's look, after the command)
+
+
+async def test_folders_listed_in_sandbox_writable_and_the_cache_can_be_written(places) -> None:
+    workspace, outside = places
+    cache = outside / "cache"
+    result = await run(
+        f'echo ok > {outside}/extra.txt && echo cached > "$npm_config_cache"',
+        workspace,
+        writable=[str(outside)],
+        cache=str(cache),
+        environ={},
+    )
+    assert result.exit_code == 0, result.output
+    assert (cache / "npm").read_text() == "cached\n"
+
+
+async def test_a_confined_command_cannot_signal_treadle(places) -> None:
+    workspace, _ = places
+    result = await run(f"kill -0 {os.getpid()} && echo reached || echo refused", workspace)
+    if SUPPORT.abi < 6:
+        pytest.skip("scopes need Landlock ABI 6")
+    assert "refused" in result.output and "reached" not in result.output
+
+
+@pytest.mark.parametrize("abi", range(1, 8))
+def test_a_ruleset_for_each_older_abi_is_accepted_and_confines(places, abi: int) -> None:
+    if abi > SUPPORT.abi:
+        pytest.skip(f"this kernel has ABI {SUPPORT.abi}")
+    workspace, outside = places
+    ruleset = prepare((str(workspace),), SandboxSupport(abi))
+    try:
+        done = subprocess.run(
+            [sys.executable, "-I", "-S", HELPER, str(ruleset.fd), "--", "/bin/bash", "-c",
+             f"echo in > in.txt; echo out > {outside}/out.txt"],
+            cwd=workspace, pass_fds=(ruleset.fd,), capture_output=True, text=True, check=False,
+        )  # fmt: skip
+    finally:
+        ruleset.close()
+    assert DENIED in done.stderr
+    assert (workspace / "in.txt").exists() and not (outside / "out.txt").exists()
+
+
+def test_the_exec_helper_given_a_descriptor_that_is_no_ruleset_refuses_to_run() -> None:
+    done = subprocess.run(
+        [sys.executable, "-I", "-S", HELPER, "0", "--", "/bin/echo", "ran"],
+        stdin=subprocess.DEVNULL, capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert done.returncode == 126 and "ran" not in done.stdout
+    assert done.stderr.startswith("treadle sandbox: landlock_restrict_self:")
+
+
+async def test_an_explicit_sandbox_without_landlock_starts_nothing_and_says_why(places) -> None:
+    workspace, _ = places
+    missing = SandboxSupport(0, "Landlock is unavailable: not enabled at boot")
+    sandbox = Sandbox("read-only", str(workspace), explicit=True, support=lambda: missing)
+    outcome = await SubprocessRunner(sandbox=sandbox).run(
+        ProcessSpec("touch ran", cwd=str(workspace), timeout=30)
+    )
+    error = outcome.failure()
+    assert error.blocked
+    assert error.detail == (
+        "sandbox = read-only was asked for, but Landlock is unavailable: not enabled at boot"
+    )
+    assert not (workspace / "ran").exists()
+
+
+async def test_the_default_without_landlock_runs_unconfined_with_a_warning(places) -> None:
+    workspace, outside = places
+    missing = SandboxSupport(0, "Landlock is unavailable: built without it")
+    sandbox = Sandbox("workspace-write", str(workspace), support=lambda: missing)
+    assert sandbox.warning.startswith("commands run unconfined: Landlock is unavailable")
+    outcome = await SubprocessRunner(sandbox=sandbox).run(
+        ProcessSpec(f"echo x > {outside}/written.txt", cwd=str(workspace), timeout=30)
+    )
+    assert outcome.unwrap().exit_code == 0 and (outside / "written.txt").exists()
