@@ -14,6 +14,7 @@ MODULES = (
     "bench_terminal",
     "bench_transcript",
     "bench_cache",
+    "bench_changes",
 )
 
 
