@@ -149,11 +149,25 @@ class ShadowGit:
             return
         os.makedirs(self.home, exist_ok=True)
         self("init", "--quiet")
-        for key, value in SHADOW_CONFIG.items():
-            self("config", key, value)
+        # Written at once, rather than by a `git config` process per key.
+        with open(os.path.join(self.git_dir, "config"), "a") as config:
+            config.write(_config_text(SHADOW_CONFIG))
         os.makedirs(os.path.join(self.git_dir, "info"), exist_ok=True)
         with open(os.path.join(self.git_dir, "info", "attributes"), "w") as handle:
             handle.write(SHADOW_ATTRIBUTES)
+
+
+def _config_text(settings: Mapping[str, str]) -> str:
+    """``settings`` (``section.key``: value) as git configuration file text.
+
+    >>> _config_text({"core.fsmonitor": "false", "gc.auto": "0"})
+    '[core]\\n\\tfsmonitor = false\\n[gc]\\n\\tauto = 0\\n'
+    """
+    sections: dict[str, list[str]] = {}
+    for name, value in settings.items():
+        section, key = name.split(".", 1)
+        sections.setdefault(section, []).append(f"\t{key} = {value}\n")
+    return "".join(f"[{section}]\n" + "".join(keys) for section, keys in sections.items())
 
 
 def literal_pattern(path: str) -> str:

@@ -140,10 +140,13 @@ class ShadowRepository:
             manifest = dataclasses.replace(
                 snapshot.manifest, session=session, task=task, created=time.time()
             )
-            number = self._next_number()
+            refs = self._refs()
+            number = _next_number(refs)
             commit = self._commit(snapshot.tree, manifest)
-            self._update_refs([(f"{CHECKPOINTS}{number:06d}", commit)], self._refs(REDO))
-            self._prune_old()
+            ref = f"{CHECKPOINTS}{number:06d}"
+            redo = [r for r in refs if r.startswith(REDO)]  # a new turn: no redo past it
+            self._update_refs([(ref, commit)], redo)
+            self._prune_old([*(r for r in refs if r not in redo), ref])
             return Success(Checkpoint(number, commit, snapshot.tree, manifest, snapshot.notices))
 
         return self._attempt(record)
@@ -267,7 +270,7 @@ class ShadowRepository:
         fields = out.decode(errors="replace").split("\0")
         return [
             Checkpoint(
-                int(fields[i].strip().rsplit("/", 1)[1]),
+                _number(fields[i].strip()),
                 fields[i + 1],
                 fields[i + 2],
                 Manifest.from_json(fields[i + 3]),
@@ -442,13 +445,12 @@ class ShadowRepository:
 
     # Housekeeping --------------------------------------------------------------
 
-    def _refs(self, prefix: str) -> list[str]:
-        out = self.git("for-each-ref", "--format=%(refname)", prefix)
-        return out.decode().split()
+    def _refs(self) -> list[str]:
+        """Every ref of the shadow's: checkpoints, undone ones, states kept for redo."""
+        return self.git("for-each-ref", "--format=%(refname)", "refs/treadle/").decode().split()
 
     def _next_number(self) -> int:
-        refs = self._refs("refs/treadle/")
-        return max((int(ref.rsplit("/", 1)[1]) for ref in refs), default=0) + 1
+        return _next_number(self._refs())
 
     def _update_refs(self, create: Sequence[tuple[str, str]], delete: Sequence[str]) -> None:
         commands = [f"update {ref} {commit}\n" for ref, commit in create]
@@ -456,17 +458,14 @@ class ShadowRepository:
         if commands:
             self.git("update-ref", "--stdin", stdin="".join(commands).encode())
 
-    def _prune_old(self) -> None:
+    def _prune_old(self, refs: Sequence[str]) -> None:
         """Past ``keep`` checkpoints (and a margin, so that git's gc runs once in a
         while, not every turn), drop the oldest and the objects only they held."""
-        numbers = sorted(int(r.rsplit("/", 1)[1]) for r in self._refs(CHECKPOINTS))
+        numbers = sorted(_number(r) for r in refs if r.startswith(CHECKPOINTS))
         if len(numbers) <= self.limits.keep + 10:
             return
         oldest_kept = numbers[-self.limits.keep]
-        old = [
-            ref for ref in self._refs("refs/treadle/") if int(ref.rsplit("/", 1)[1]) < oldest_kept
-        ]
-        self._update_refs([], old)
+        self._update_refs([], [ref for ref in refs if _number(ref) < oldest_kept])
         self.git("gc", "--quiet", "--prune=now")
 
     def _nothing_recorded(self, purpose: str = "") -> str:
@@ -493,6 +492,14 @@ class ShadowRepository:
             yield
         finally:
             os.close(descriptor)
+
+
+def _number(ref: str) -> int:
+    return int(ref.rsplit("/", 1)[1])
+
+
+def _next_number(refs: Sequence[str]) -> int:
+    return max((_number(ref) for ref in refs), default=0) + 1
 
 
 def _some(paths: Sequence[str], shown: int = 10) -> str:
