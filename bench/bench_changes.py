@@ -94,12 +94,13 @@ def _checkpoints(base: Path) -> list[str]:
     workspace.mkdir()
     _make_tree(workspace)
     shutil.copytree(workspace, plain)
-    quiet = {"capture_output": True, "check": True, "cwd": plain}
-    subprocess.run(["git", "init", "-q"], **quiet)  # type: ignore[call-overload]
-    subprocess.run(["git", "add", "-A"], **quiet)  # type: ignore[call-overload]
-    status = [_timed(lambda: subprocess.run(["git", "status", "--porcelain"], **quiet))]
-    status += [_timed(lambda: subprocess.run(["git", "status", "--porcelain"], **quiet))
-               for _ in range(8)]  # fmt: skip
+
+    def git(*args: str) -> None:
+        subprocess.run(["git", *args], capture_output=True, check=True, cwd=plain)
+
+    git("init", "-q")
+    git("add", "-A")
+    status = [_timed(lambda: git("status", "--porcelain")) for _ in range(9)]
     status_ms = _ms(status[1:])
     shadow = shadow_for(str(state), str(workspace))
     first = _timed(lambda: shadow.record().unwrap()) * 1000
