@@ -136,12 +136,12 @@ def run_change_command(args: argparse.Namespace, out: TextIO) -> int:
 def busy_with_a_turn(state: str, workspace: str, command: str) -> str:
     """Why ``command`` must wait, when a session is in the middle of a turn in
     ``workspace``: undoing under it would pull the files from under a running turn."""
-    from treadle.adapters.sessions import RUNNING, SessionStore, is_alive
+    from treadle.adapters.sessions import RUNNING, SessionStore
 
     store = SessionStore(os.path.join(state, "sessions"))
     for session_id in store.ids():
-        meta = store.meta(session_id)
-        if meta.workspace == workspace and meta.outcome == RUNNING and is_alive(meta.pid):
+        row = store.row(session_id)
+        if row.meta.workspace == workspace and row.status == RUNNING:
             return (
                 f"a turn is running in {workspace} (session {session_id}): "
                 f"{command} when it has ended"

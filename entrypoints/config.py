@@ -433,9 +433,9 @@ def project_config_path(workspace: str) -> Path:
 
 # Project trust (issue 15) -----------------------------------------------------------
 # A repository's .treadle.toml must not send the user's key to another server, name
-# another variable to send, let secrets or commands through, start tool servers, or run
-# a scripted model without asking: those values count only in a folder the user has
-# trusted once.
+# another variable to send, let secrets or commands through, start tool servers, run
+# a scripted model without asking, or loosen the sandbox: those values count only in a
+# folder the user has trusted once.
 
 TRUST_FILE = "trusted-folders"
 """In the user's config folder: the real paths of trusted folders, one a line."""
@@ -452,6 +452,8 @@ def needs_trust(key: str, value: object) -> bool:
         return value == "auto"
     if key == "mcp_servers" and isinstance(value, Mapping):
         return any(dict(table).get("enabled", True) is not False for table in value.values())
+    if key in ("sandbox", "sandbox_writable"):  # issue 14: only ever tightened untrusted
+        return key == "sandbox_writable" or value != "read-only"
     return key == "model" and isinstance(value, str) and value.startswith("script:")
 
 

@@ -481,6 +481,9 @@ def test_a_project_file_cannot_redirect_the_key_or_lower_safety_until_trusted(
         ('model = "openai:gpt-4.1"', False),
         ('approval = "read-only"', False),  # safer than the default: fine from anywhere
         ('approval = "ask"', False),
+        ('sandbox = "off"', True),  # issue 14: a repository cannot loosen the sandbox
+        ('sandbox_writable = ["~"]', True),
+        ('sandbox = "read-only"', False),
     ],
 )
 def test_what_a_project_file_may_set_without_trust(

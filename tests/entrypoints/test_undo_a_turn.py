@@ -150,3 +150,24 @@ def test_undo_with_no_turn_yet_says_so_and_fails(tmp_path: Path) -> None:
         == f"treadle: nothing to undo in {workspace}: treadle records it before each turn\n"
     )
     assert shlex.split(undone.stdout) == []
+
+
+def test_undo_waits_while_a_turn_is_running_in_the_folder(tmp_path: Path) -> None:
+    from treadle.adapters.sessions import SessionLock, SessionStore
+
+    workspace = tmp_path / "work"
+    workspace.mkdir()
+    store = SessionStore(tmp_path / "state" / "sessions")
+    store.create("20250101-120000-abcdef", workspace=str(workspace), model="demo")  # running
+    lock = SessionLock(store.folder("20250101-120000-abcdef"))
+    lock.acquire()
+    try:
+        refused = run_treadle("undo", cwd=workspace, env=treadle_env(tmp_path))
+    finally:
+        lock.release()
+    assert refused.returncode == 2
+    assert refused.stderr == (
+        f"treadle: a turn is running in {workspace} (session 20250101-120000-abcdef): "
+        "undo when it has ended\n"
+    )
+    assert run_treadle("diff", cwd=workspace, env=treadle_env(tmp_path)).returncode == 1
