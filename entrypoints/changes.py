@@ -21,13 +21,20 @@ import sys
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import TextIO
+from typing import TextIO, TypeVar
 
-from returns.result import Failure, Success
+from returns.result import Failure, Result, Success
 
-from treadle.adapters.checkpoints import Checkpoint, Restored, ShadowRepository, shadow_for
+from treadle.adapters.checkpoints import (
+    Changes,
+    Checkpoint,
+    Restored,
+    ShadowRepository,
+    shadow_for,
+)
 
 Command = Callable[[], Awaitable[None]]
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,35 +48,47 @@ class Report:
 
 
 def undo_last_turn(shadow: ShadowRepository) -> Report:
-    match shadow.undo():
-        case Failure(why):
-            return Report((why,), ok=False)
-        case Success(restored):
-            pass
-    head = f"Undid {_turn(restored.to)}"
-    return Report(_restored_lines(head, restored, "treadle redo (or /redo) takes this undo back."))
+    return _report(
+        shadow.undo(),
+        lambda done: Report(
+            _restored_lines(
+                f"Undid {_turn(done.to)}", done, "treadle redo (or /redo) takes this undo back."
+            )
+        ),
+    )
 
 
 def redo_last_undo(shadow: ShadowRepository) -> Report:
-    match shadow.redo():
-        case Failure(why):
-            return Report((why,), ok=False)
-        case Success(restored):
-            pass
-    head = f"Redid: the workspace is as it was before the undo of {_turn(restored.to)}"
-    return Report(_restored_lines(head, restored, "treadle undo takes this turn back again."))
+    head = "Redid: the workspace is as it was before the undo of"
+    return _report(
+        shadow.redo(),
+        lambda done: Report(
+            _restored_lines(
+                f"{head} {_turn(done.to)}", done, "treadle undo takes this turn back again."
+            )
+        ),
+    )
 
 
 def show_changes(shadow: ShadowRepository) -> Report:
-    match shadow.changes():
+    def shown(changes: Changes) -> Report:
+        since = _turn(changes.since)
+        if not changes.text.strip():
+            return Report((f"No change since the start of {since}.",))
+        lines = (f"Changes since the start of {since}:", *changes.text.splitlines())
+        return Report(lines, diff=True)
+
+    return _report(shadow.changes(), shown)
+
+
+def _report(outcome: Result[T, str], done: Callable[[T], Report]) -> Report:
+    """What ``done`` makes of a success; a failure is its reason, as a report."""
+    match outcome:
+        case Success(value):
+            return done(value)
         case Failure(why):
-            return Report((why,), ok=False)
-        case Success(changes):
-            pass
-    since = _turn(changes.since)
-    if not changes.text.strip():
-        return Report((f"No change since the start of {since}.",))
-    return Report((f"Changes since the start of {since}:", *changes.text.splitlines()), diff=True)
+            return Report((str(why),), ok=False)
+    raise AssertionError("unreachable")
 
 
 def _restored_lines(head: str, restored: Restored, after: str) -> tuple[str, ...]:

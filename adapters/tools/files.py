@@ -238,11 +238,9 @@ class WriteFileTool:
     async def preview(self, arguments: Mapping[str, Any], context: ToolContext) -> str:
         path, content = text(arguments, "path"), text(arguments, "content")
         workspace = Workspace(context.workspace)
-        match workspace.resolve(path, for_writing=True):
-            case Failure():
-                return ""
-            case Success(real):
-                pass
+        real = workspace.resolve(path, for_writing=True).value_or(None)
+        if real is None:
+            return ""  # the call will be refused: nothing to show
         return await asyncio.to_thread(
             lambda: change_diff(path, _current(workspace, real), content)
         )
@@ -388,11 +386,9 @@ class EditFileTool:
         path = text(arguments, "path")
         old, new = text(arguments, "old_string"), text(arguments, "new_string")
         workspace = Workspace(context.workspace)
-        match workspace.resolve(path, for_writing=True):
-            case Failure():
-                return ""
-            case Success(real):
-                pass
+        real = workspace.resolve(path, for_writing=True).value_or(None)
+        if real is None:
+            return ""  # the call will be refused: nothing to show
         every = flag(arguments, "replace_all")
         planned = await asyncio.to_thread(_plan_edit, workspace, real, path, old, new, every)
         return planned.map(lambda edit: change_diff(path, edit.content, edit.updated)).value_or("")
