@@ -1,0 +1,67 @@
+"""``treadle diff|undo|redo`` and ``/diff``, ``/undo`` and ``/redo``, run in this process."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import pytest
+
+from treadle.adapters.checkpoints import shadow_for
+from treadle.entrypoints.changes import Report, session_commands
+from treadle.entrypoints.commands import run_subcommand
+
+
+@pytest.fixture
+def recorded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A workspace with a checkpoint taken before a turn that then edited and made files."""
+    state, workspace = tmp_path / "state", tmp_path / "work"
+    workspace.mkdir()
+    (workspace / "f.txt").write_text("before\n")
+    monkeypatch.setenv("TREADLE_STATE_DIR", str(state))
+    shadow_for(str(state), str(workspace)).record(session="s1", task="edit f").unwrap()
+    (workspace / "f.txt").write_text("after\n")
+    (workspace / "new.txt").write_text("new\n")
+    return workspace
+
+
+def run(*argv: str) -> tuple[int, str]:
+    out = io.StringIO()
+    return run_subcommand(list(argv), out), out.getvalue()
+
+
+def test_the_subcommands_show_undo_and_redo_the_last_turn(recorded: Path) -> None:
+    code, shown = run("diff", "--workspace", str(recorded))
+    assert code == 0 and "-before\n+after\n" in shown
+    code, shown = run("undo", "--workspace", str(recorded))
+    assert code == 0
+    assert shown.splitlines()[1:3] == ["  restored  f.txt", "  removed   new.txt"]
+    assert (recorded / "f.txt").read_text() == "before\n"
+    code, shown = run("diff", "--workspace", str(recorded))
+    assert (code, shown) == (1, "")  # every turn undone: nothing to compare with
+    code, shown = run("redo", "--workspace", str(recorded))
+    assert code == 0 and (recorded / "new.txt").exists()
+    assert run("redo", "--workspace", str(recorded))[0] == 1
+
+
+def test_a_folder_that_is_not_there_is_one_line_and_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert run("undo", "--workspace", str(tmp_path / "nowhere"))[0] == 2
+    assert capsys.readouterr().err == f"treadle: {tmp_path / 'nowhere'}: no such folder\n"
+
+
+async def test_the_sessions_slash_commands_report_what_they_did(
+    recorded: Path, tmp_path: Path
+) -> None:
+    reports: list[Report] = []
+    commands = session_commands(str(tmp_path / "state"), str(recorded), reports.append)
+    await commands["/diff"]()
+    await commands["/undo"]()
+    await commands["/undo"]()
+    await commands["/redo"]()
+    diff, undone, nothing, redone = reports
+    assert diff.diff and diff.lines[0].startswith("Changes since the start of the turn “edit f”")
+    assert undone.ok and undone.lines[-1] == "treadle redo (or /redo) takes this undo back."
+    assert not nothing.ok and nothing.lines[0].startswith("nothing left to undo")
+    assert redone.ok and "  restored  new.txt" in redone.lines
