@@ -15,6 +15,7 @@ MODULES = (
     "bench_transcript",
     "bench_cache",
     "bench_changes",
+    "bench_batch",
 )
 
 

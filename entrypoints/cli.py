@@ -14,7 +14,18 @@ from collections.abc import Sequence
 
 from treadle import __version__
 
-SUBCOMMANDS = ("replay", "sessions", "config", "mcp", "context", "trust", "undo", "redo", "diff")
+SUBCOMMANDS = (
+    "replay",
+    "sessions",
+    "config",
+    "mcp",
+    "context",
+    "trust",
+    "undo",
+    "redo",
+    "diff",
+    "batch",
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -23,7 +34,8 @@ def build_parser() -> argparse.ArgumentParser:
         description="A terminal coding agent: the model asks, the tools run, until it answers.",
         epilog="Also: treadle replay TRANSCRIPT [--check] [--recorded-tools] · "
         "treadle sessions · treadle config · treadle mcp · treadle context · "
-        "treadle trust [FOLDER] · treadle undo · treadle redo · treadle diff",
+        "treadle trust [FOLDER] · treadle undo · treadle redo · treadle diff · "
+        "treadle batch TASKS.jsonl",
     )
     parser.add_argument("task", nargs="?", help="the task for one turn (none: interactive)")
     parser.add_argument(
@@ -44,6 +56,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--verbose", action="store_true", help="show the model's reasoning in full (with --print)"
     )
     parser.add_argument("--resume", metavar="ID", help="continue a session")
+    parser.add_argument(
+        "--session-id", metavar="ID", help="start a new session with this id (for scripts)"
+    )
     parser.add_argument("--version", action="version", version=f"treadle {__version__}")
     return parser
 
@@ -51,6 +66,10 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
+        if argv[:1] == ["batch"]:
+            from treadle.entrypoints.batch import run_batch_command
+
+            return run_batch_command(argv[1:])
         if argv and argv[0] in SUBCOMMANDS:
             from treadle.entrypoints.commands import run_subcommand
 

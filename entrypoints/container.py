@@ -43,6 +43,12 @@ from treadle.domain.rules.history import History
 from treadle.domain.rules.truncation import TokenBudget
 from treadle.domain.values.events import Notice, TurnEvent
 from treadle.domain.values.tools import ToolLimits
+from treadle.entrypoints.batch_wiring import (
+    BatchOptions,
+    build_batch_screen,
+    build_turn_engine,
+    open_results_log,
+)
 from treadle.entrypoints.config import (
     DEFAULT,
     RECORDED_SETTINGS,
@@ -53,6 +59,7 @@ from treadle.entrypoints.config import (
 )
 from treadle.entrypoints.injector import containers, providers
 from treadle.entrypoints.interrupts import LeaveNow
+from treadle.ports.batch import BatchScreen, ResultsLog, TurnEngine
 from treadle.ports.clock import Clock
 from treadle.ports.model import Model
 from treadle.ports.process import ProcessRunner
@@ -407,6 +414,18 @@ class Container(containers.DeclarativeContainer):
     )
     agent: providers.Provider[Agent] = providers.Singleton(
         build_agent, ports, settings, tools, history, leave_now
+    )
+
+    # treadle batch (issue 13): the engine that runs the turns, RESULTS, the progress.
+    batch_options: providers.Provider[BatchOptions] = providers.Object(BatchOptions())
+    turn_engine: providers.Provider[TurnEngine] = providers.Singleton(
+        build_turn_engine, batch_options, clock
+    )
+    batch_results: providers.Provider[ResultsLog] = providers.Resource(
+        open_results_log, batch_options
+    )
+    batch_screen: providers.Provider[BatchScreen] = providers.Singleton(
+        build_batch_screen, batch_options
     )
 
 

@@ -6,6 +6,7 @@ import argparse
 import asyncio
 import contextlib
 import os
+import re
 import sys
 import time
 from pathlib import Path
@@ -33,6 +34,27 @@ def new_session_id() -> str:
     return time.strftime("%Y%m%d-%H%M%S") + "-" + os.urandom(3).hex()
 
 
+SESSION_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}\Z")
+"""What ``--session-id`` accepts: a folder name that cannot climb out of the state folder."""
+
+
+def chosen_session_id(args: argparse.Namespace) -> str:
+    """A new session's id: ``--session-id`` (a batch names its turns' sessions before
+    they start), else a fresh one."""
+    chosen: str | None = getattr(args, "session_id", None)
+    if not chosen:
+        return new_session_id()
+    if not SESSION_ID.match(chosen):
+        raise ConfigError(
+            f"flag --session-id: {chosen!r} is not a session id (letters, digits, . _ -)"
+        )
+    if (state_dir() / "sessions" / chosen).exists():
+        raise ConfigError(
+            f"flag --session-id: session {chosen} exists already (treadle --resume {chosen})"
+        )
+    return chosen
+
+
 def flag_values(args: argparse.Namespace) -> dict[str, object]:
     values: dict[str, object] = {}
     for key in ("model", "base_url", "approval", "workspace", "sandbox"):
@@ -51,8 +73,10 @@ def open_session(args: argparse.Namespace) -> tuple[AppConfig, str, bool]:
     from treadle.adapters.sessions import SessionBusy, SessionStore, is_locked
 
     flags = flag_values(args)
+    if getattr(args, "resume", None) and getattr(args, "session_id", None):
+        raise ConfigError("flags --resume and --session-id: give one (continue, or start anew)")
     if not getattr(args, "resume", None):
-        return load_config(flags=flags, environ=os.environ), new_session_id(), False
+        return load_config(flags=flags, environ=os.environ), chosen_session_id(args), False
     store = SessionStore(state_dir() / "sessions")
     session_id = store.find(args.resume)
     meta = store.meta(session_id)

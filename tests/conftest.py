@@ -19,6 +19,9 @@ from treadle.domain.loop.settings import TurnSettings
 from treadle.domain.loop.turn import Agent, TurnPorts
 from treadle.domain.values.events import TurnEvent
 
+# Ray for the batch tests (issue 13): started once, on 127.0.0.1, and gone afterwards.
+pytest_plugins = ["tests.ray_cluster"]
+
 
 @dataclass
 class Rig:

@@ -1,0 +1,204 @@
+"""``--engine ray``: each turn is one Ray task, which runs one treadle process.
+
+Turns are not idempotent, so a task is never retried (``max_retries=0``): when its
+worker dies (killed, its node lost) the turn is reported ``lost`` with what its
+transcript kept, and the other turns go on. The task body is :func:`run_on_worker`,
+the same :func:`~treadle.adapters.batch.turn_process.run_turn` the local engine uses,
+in the worker's own event loop.
+
+Pausing is ``ray.cancel(force=False)``: Ray raises the worker's SIGINT handler, which
+pauses the turn (SIGINT, then SIGTERM, then SIGKILL, as on this machine), and the task
+still returns its result. A task that does not end within the pause's time is cancelled
+with ``force=True``: Ray kills its worker, and the worker's watchdog kills what the
+turn started, since Ray's own cancel misses what left the worker's process group.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+from pathlib import Path
+from typing import Any
+
+from returns.result import Failure, Result, Success
+
+from treadle.adapters.batch.ray_instance import LocalRayInstance, RayCluster
+from treadle.adapters.batch.turn_process import StopTimes, TurnSignals, run_turn
+from treadle.adapters.system_clock import SystemClock
+from treadle.domain.rules.batch import NOT_STARTED_DETAIL
+from treadle.domain.rules.turn_report import TurnTally, tally_lines
+from treadle.domain.values.batch import TaskOutcome, TaskResult, TurnOrder
+from treadle.ports.clock import Clock
+
+LOST = (
+    "WorkerCrashedError",
+    "NodeDiedError",
+    "LocalRayletDiedError",
+    "OwnerDiedError",
+    "ObjectLostError",
+    "ObjectFetchTimedOutError",
+    "ObjectReconstructionFailedError",
+    "OutOfMemoryError",
+    "RaySystemError",
+)
+"""Ray's errors that mean the task's worker or node went away, not that the turn failed."""
+
+
+def run_on_worker(order: TurnOrder, times: StopTimes) -> TaskResult:
+    """The body of a turn's Ray task, in the worker: run the turn to its end."""
+    import ray
+
+    worker = f"{ray.util.get_node_ip_address()}:{os.getpid()}"  # type: ignore[no-untyped-call]
+    result: TaskResult | None = None
+    try:
+        result = asyncio.run(_turn_on_worker(order, worker, times))
+    except KeyboardInterrupt:
+        # A cancel that came after the turn ended still leaves its result; one that
+        # came before it began is Ray's TaskCancelledError: not started.
+        if result is None:
+            raise
+    return result
+
+
+async def _turn_on_worker(order: TurnOrder, worker: str, times: StopTimes) -> TaskResult:
+    loop = asyncio.get_running_loop()
+    signals = TurnSignals.new()
+    # ray.cancel(force=False) raises SIGINT's handler in the worker's main thread;
+    # this one wakes the loop (its wakeup fd) and asks the turn to pause.
+    loop.add_signal_handler(signal.SIGINT, signals.pause.set)
+    try:
+        return await run_turn(
+            order, worker=worker, clock=SystemClock(), signals=signals, times=times
+        )
+    finally:
+        loop.remove_signal_handler(signal.SIGINT)
+
+
+class RayEngine:
+    """The TurnEngine port on Ray: a private instance on 127.0.0.1, or the cluster at
+    ``address``. Give ``instance`` to use one started already (it is then left
+    running by ``close``)."""
+
+    def __init__(
+        self,
+        clock: Clock,
+        *,
+        workers: int,
+        address: str = "",
+        instance: LocalRayInstance | RayCluster | None = None,
+        times: StopTimes | None = None,
+    ) -> None:
+        self._clock = clock
+        self._times = times or StopTimes()
+        self._owned = instance is None
+        self.instance = instance or (RayCluster(address) if address else LocalRayInstance(workers))
+        self._remote: Any = None
+        self._running: dict[str, Any] = {}  # id -> ObjectRef
+        self._forced: set[str] = set()
+        self._pausing: asyncio.TimerHandle | None = None
+        self._idle = asyncio.Event()
+        self._idle.set()
+
+    async def start(self) -> Result[None, str]:
+        if self._owned:
+            started = await asyncio.to_thread(self.instance.start)
+            if isinstance(started, Failure):
+                return started
+        import ray
+
+        self._remote = ray.remote(num_cpus=1, max_retries=0)(run_on_worker)
+        return Success(None)
+
+    async def run(self, order: TurnOrder) -> TaskResult:
+        began = self._clock.now()
+        ref = self._remote.remote(order, self._times)
+        self._running[order.id] = ref
+        self._idle.clear()
+        try:
+            result: TaskResult = await asyncio.wrap_future(ref.future())
+            return result
+        except asyncio.CancelledError:
+            raise
+        except Exception as error:  # Ray's errors, whatever they are, become outcomes
+            return self._outcome_of(order, error, round(self._clock.now() - began, 3))
+        finally:
+            self._running.pop(order.id, None)
+            if not self._running:
+                self._idle.set()
+
+    def _outcome_of(self, order: TurnOrder, error: Exception, seconds: float) -> TaskResult:
+        """What a task that raised says of its turn: Ray's errors become outcomes."""
+        import ray.exceptions as ray_errors
+
+        kinds = {kind.__name__ for kind in type(error).__mro__}
+        cause = getattr(error, "cause", None)
+        if cause is not None:
+            kinds |= {kind.__name__ for kind in type(cause).__mro__}
+        lost = bool(kinds & set(LOST))
+        cancelled = isinstance(error, ray_errors.TaskCancelledError) and not lost
+        if cancelled and order.id not in self._forced:  # cancelled before its turn began
+            return TaskResult(order.id, "not started", detail=NOT_STARTED_DETAIL)
+        said = _transcript_tally(order.transcript)
+        kept = f"its transcript kept {said.requests} request{'' if said.requests == 1 else 's'}"
+        first = (str(error).strip().splitlines() or [""])[0][:300]
+        outcome: TaskOutcome
+        if order.id in self._forced:
+            outcome, detail = (
+                "paused",
+                f"did not pause in time; its Ray worker was stopped ({kept})",
+            )
+        elif lost:
+            outcome, detail = "lost", f"its Ray worker was lost ({type(error).__name__}); {kept}"
+        else:
+            outcome, detail = "failed", f"InternalError: {type(error).__name__}: {first}"
+        return TaskResult(
+            order.id,
+            outcome,
+            detail=detail,
+            transcript=order.transcript,
+            session=order.session,
+            requests=said.requests,
+            tokens=dict(said.tokens),
+            seconds=seconds,  # where it ran is in Ray's own message (on stdout)
+        )
+
+    def pause(self) -> None:
+        import ray
+
+        for ref in list(self._running.values()):
+            with contextlib.suppress(Exception):
+                ray.cancel(ref, force=False, recursive=True)
+        if self._pausing is None:
+            # The task pauses its turn in the SIGINT, SIGTERM and sweep times; then more.
+            wait = self._times.pause + self._times.term + self._times.sweep + 5.0
+            self._pausing = asyncio.get_running_loop().call_later(wait, self.kill)
+
+    def kill(self) -> None:
+        import ray
+
+        for order_id, ref in list(self._running.items()):
+            self._forced.add(order_id)
+            with contextlib.suppress(Exception):
+                ray.cancel(ref, force=True, recursive=True)
+
+    async def close(self) -> None:
+        if self._running:
+            self.pause()
+            await self._idle.wait()
+        if self._pausing is not None:
+            self._pausing.cancel()
+        if self._owned:
+            await asyncio.to_thread(self.instance.stop)
+
+
+def _transcript_tally(path: str) -> TurnTally:
+    """What a turn's transcript kept (read here: on a cluster it may be on another node)."""
+    if not path:
+        return TurnTally()
+    try:
+        lines = Path(path).read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return TurnTally()
+    return tally_lines(lines)

@@ -1,0 +1,238 @@
+"""Where a Ray batch runs: a private Ray instance on 127.0.0.1, or an existing cluster.
+
+:class:`LocalRayInstance` starts Ray for one batch with what makes it start fast and
+stay private: every address on 127.0.0.1, no dashboard, no usage statistics, the
+smallest object store Ray accepts, a temporary folder, and a token of its own (so no
+other user of the machine can hand it work, and nothing is written to ``~/.ray``). It
+stops by PID what it started, never with ``ray stop`` (which stops every Ray of the
+machine). :class:`RayCluster` connects to one started with ``ray start`` and only
+disconnects. Both import Ray only when started: it is the optional extra ``treadle[ray]``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import secrets
+import shutil
+import signal
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from collections.abc import Iterable
+
+from returns.result import Failure, Result, Success
+
+from treadle.adapters.process.watchdog import OWNER_MARKER, ensure_watchdog
+
+SMALLEST_OBJECT_STORE = 78 * 1024 * 1024
+"""Ray refuses an object store under 75 MiB; turns pass only small values through it."""
+
+PRIVATE_ENVIRONMENT = {
+    # Ray otherwise advertises the machine's routable address and binds some of its
+    # servers to every interface; this switch (meant for laptops) keeps all on 127.0.0.1.
+    "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0",
+    "RAY_USAGE_STATS_ENABLED": "0",
+    "RAY_AUTH_MODE": "token",
+}
+
+NEEDS_RAY = "--engine ray needs Ray: pip install 'treadle[ray]'"
+
+
+def _import_ray() -> Result[None, str]:
+    try:
+        import ray  # noqa: F401
+    except ImportError as missing:
+        return Failure(f"{NEEDS_RAY} ({missing})")
+    return Success(None)
+
+
+class RayCluster:
+    """An existing cluster at ``address`` (``ray start --head`` printed it). With token
+    authentication on, this process needs ``RAY_AUTH_MODE=token`` and the cluster's
+    token (``RAY_AUTH_TOKEN``, ``RAY_AUTH_TOKEN_PATH`` or ``~/.ray/auth_token``)."""
+
+    def __init__(self, address: str) -> None:
+        self.address = address
+
+    def start(self) -> Result[None, str]:
+        found = _import_ray()
+        if isinstance(found, Failure):
+            return found
+        import ray
+
+        try:
+            ray.init(address=self.address, logging_level=logging.ERROR, log_to_driver=False)
+        except Exception as error:  # Ray's own errors: ConnectionError, AuthenticationError…
+            return Failure(_cannot_connect(self.address, error))
+        return Success(None)
+
+    def stop(self) -> None:
+        if "ray" in sys.modules:
+            sys.modules["ray"].shutdown()  # a cluster we did not start is only left
+
+
+def _cannot_connect(address: str, error: Exception) -> str:
+    first = next((line for line in str(error).splitlines() if line.strip()), type(error).__name__)
+    hint = ""
+    if os.environ.get("RAY_AUTH_MODE") != "token":
+        hint = " (a cluster with token authentication needs RAY_AUTH_MODE=token and its token)"
+    return f"cannot use the Ray cluster at {address}: {first[:300]}{hint}"
+
+
+class LocalRayInstance:
+    """A private one-machine Ray with ``workers`` CPUs, in a temporary folder under
+    ``temp_root`` (short: Ray's sockets live there, and a socket path is at most 107
+    bytes)."""
+
+    def __init__(self, workers: int, temp_root: str = "/tmp") -> None:
+        self.workers = max(1, workers)
+        self.temp_root = temp_root
+        self.folder = ""
+        self.pids: set[int] = set()
+        """Every process of the instance seen so far (for checks after it stopped)."""
+
+    def start(self) -> Result[None, str]:
+        # Ray reads these when imported and when it starts: before either.
+        os.environ.pop("RAY_ADDRESS", None)  # never some other cluster by accident
+        os.environ.update(PRIVATE_ENVIRONMENT)
+        os.environ["RAY_AUTH_TOKEN"] = secrets.token_hex(32)
+        found = _import_ray()
+        if isinstance(found, Failure):
+            return found
+        import ray
+
+        self.folder = tempfile.mkdtemp(prefix="treadle-ray-", dir=self.temp_root)
+        # Every Ray process inherits the owner marker: should this process die, even by
+        # kill -9, the watchdog takes the whole instance with it.
+        ensure_watchdog()
+        os.environ[OWNER_MARKER] = "1"
+        try:
+            ray.init(
+                num_cpus=self.workers,
+                include_dashboard=False,
+                object_store_memory=SMALLEST_OBJECT_STORE,
+                logging_level=logging.ERROR,
+                log_to_driver=False,
+                _temp_dir=self.folder,
+                _node_ip_address="127.0.0.1",
+            )
+        except Exception as error:  # Ray's own errors
+            self.stop()
+            return Failure(f"could not start Ray on this machine: {error}")
+        finally:
+            os.environ.pop(OWNER_MARKER, None)
+        self.pids.update(instance_pids(self.folder))
+        return Success(None)
+
+    def stop(self, grace: float = 2.0) -> None:
+        """``ray.shutdown()``, then whatever of the instance is still alive, by PID."""
+        if self.folder:
+            self.pids.update(instance_pids(self.folder))
+            # The autoscaler's monitor of a one-machine instance has nothing to keep, and
+            # takes a second to hear SIGTERM: ray.shutdown() waits that long for it.
+            for pid in instance_pids(self.folder):
+                if _command_line(pid).find(b"autoscaler/_private/monitor.py") >= 0:
+                    with contextlib.suppress(ProcessLookupError, PermissionError):
+                        os.kill(pid, signal.SIGKILL)
+        if "ray" in sys.modules:
+            with contextlib.suppress(Exception):
+                sys.modules["ray"].shutdown()
+        if self.folder:
+            stop_instance(instance_pids(self.folder), grace)
+            shutil.rmtree(self.folder, ignore_errors=True)
+
+
+# Processes ---------------------------------------------------------------------------
+
+
+def _stat(pid: int) -> tuple[int, str] | None:
+    """The parent and state of ``pid``, or None when it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            raw = stat.read()
+    except OSError:
+        return None
+    fields = raw[raw.rfind(b")") + 2 :].split()
+    return int(fields[1]), fields[0].decode()
+
+
+def alive(pid: int) -> bool:
+    found = _stat(pid)
+    return found is not None and found[1] not in ("Z", "X")
+
+
+def instance_pids(folder: str) -> list[int]:
+    """The live processes of the Ray instance in ``folder``: those whose command line
+    names it (gcs_server, raylet, the monitors and agents) and their descendants (the
+    workers, whose command lines are ``ray::…``)."""
+    tag = os.path.realpath(folder).encode()
+    me = os.getpid()
+    parents: dict[int, int] = {}
+    seeds: list[int] = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit() or int(name) == me:
+            continue
+        pid = int(name)
+        found = _stat(pid)
+        if found is None or found[1] in ("Z", "X"):
+            continue
+        parents[pid] = found[0]
+        if tag in _command_line(pid):
+            seeds.append(pid)
+    children: defaultdict[int, list[int]] = defaultdict(list)
+    for pid, parent in parents.items():
+        children[parent].append(pid)
+    found_pids: set[int] = set()
+    while seeds:
+        pid = seeds.pop()
+        if pid not in found_pids:
+            found_pids.add(pid)
+            seeds.extend(children[pid])
+    return sorted(found_pids)
+
+
+def _command_line(pid: int) -> bytes:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as cmdline:
+            return cmdline.read()
+    except OSError:
+        return b""
+
+
+def _name(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/comm") as comm:
+            return comm.read().strip()
+    except OSError:
+        return ""
+
+
+def stop_instance(pids: Iterable[int], grace: float = 2.0) -> list[int]:
+    """Stop one Ray instance's processes in ``ray stop``'s order (raylet, the rest, then
+    gcs_server): SIGTERM, up to ``grace`` seconds a stage, then SIGKILL. Returns what
+    was still alive at the end (nothing, unless a process cannot be killed)."""
+    pids = list(pids)
+    names = {pid: _name(pid) for pid in pids}
+    stages = [
+        [pid for pid in pids if names[pid] == "raylet"],
+        [pid for pid in pids if names[pid] not in ("raylet", "gcs_server")],
+        [pid for pid in pids if names[pid] == "gcs_server"],
+    ]
+    for stage in stages:
+        for pid in stage:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGTERM)
+        deadline = time.monotonic() + grace
+        while any(alive(pid) for pid in stage) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        for pid in stage:
+            if alive(pid):
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(pid, signal.SIGKILL)
+    deadline = time.monotonic() + grace
+    while any(alive(pid) for pid in pids) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return [pid for pid in pids if alive(pid)]

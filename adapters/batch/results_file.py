@@ -1,0 +1,61 @@
+"""RESULTS: one JSON line per task, appended as each turn ends, on disk at once.
+
+Example::
+
+    results = ResultsFile("results.jsonl")   # appends; a rerun reads what is there
+    results.write(TaskResult("fix-1", "finished", 0, seconds=41.2))
+    results.close()
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import IO, Any
+
+from treadle.domain.values.batch import TaskResult
+
+
+def result_record(result: TaskResult) -> dict[str, Any]:
+    """The JSON object of one line, its fields in the README's order."""
+    return {
+        "id": result.id,
+        "outcome": result.outcome,
+        "exit_code": result.exit_code,
+        "detail": result.detail,
+        "transcript": result.transcript,
+        "session": result.session,
+        "requests": result.requests,
+        "tokens": dict(result.tokens),
+        "seconds": result.seconds,
+        "worker": result.worker,
+    }
+
+
+def read_lines(path: str | Path) -> list[str]:
+    """The lines of an earlier RESULTS file; none when there is no such file."""
+    try:
+        return Path(path).read_text(encoding="utf-8", errors="replace").splitlines()
+    except FileNotFoundError:
+        return []
+
+
+class ResultsFile:
+    """The ResultsLog port on a file: each line flushed and fsynced before ``write``
+    returns, so a kill loses no result that was written. A last line torn by an earlier
+    kill stays where it is, on a line of its own (a rerun passes over it)."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self._file: IO[str] = self.path.open("a", encoding="utf-8")
+        if self._file.tell() and not self.path.read_bytes().endswith(b"\n"):
+            self._file.write("\n")
+
+    def write(self, result: TaskResult) -> None:
+        self._file.write(json.dumps(result_record(result), ensure_ascii=False) + "\n")
+        self._file.flush()
+        os.fsync(self._file.fileno())
+
+    def close(self) -> None:
+        self._file.close()

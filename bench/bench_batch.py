@@ -1,0 +1,118 @@
+"""``treadle batch``: 20 turns of 0.5 s on 2 workers, per engine, against the ideal 5 s.
+
+A "turn of 0.5 s" is a whole ``treadle --json`` process that takes 0.5 s alone: the
+scripted model's pause is set in this run so that one turn, measured alone, takes
+that long (its start-up included). The ideal is then 20 such turns / 2 workers. The
+batches are the real command, start to exit (Ray's start and stop included for
+``--engine ray``); the figures are medians.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+TURNS = 20
+WORKERS = 2
+TURN_SECONDS = 0.5
+ROUNDS = 3
+TARGETS = {"local": 5.5, "ray": 8.0}
+
+
+def _timed(command: Sequence[str], env: dict[str, str], cwd: Path) -> float:
+    started = time.perf_counter()
+    done = subprocess.run(command, env=env, cwd=cwd, capture_output=True, text=True)
+    elapsed = time.perf_counter() - started
+    if done.returncode != 0:
+        raise RuntimeError(f"{command} exited {done.returncode}: {done.stderr[-800:]}")
+    return elapsed
+
+
+def _script(folder: Path, pause: float) -> Path:
+    path = folder / f"turn-{pause:.3f}.json"
+    path.write_text(json.dumps({"responses": [{"text": "done", "chunk_delay": pause}]}))
+    return path
+
+
+def _one_turn(folder: Path, env: dict[str, str], pause: float) -> float:
+    command = [sys.executable, "-m", "treadle", "--json"]
+    command += ["--model", f"script:{_script(folder, pause)}", "go"]
+    return statistics.median(_timed(command, env, folder) for _ in range(ROUNDS))
+
+
+def _ray_alone(env: dict[str, str], folder: Path) -> float:
+    code = (
+        "from treadle.adapters.batch.ray_instance import LocalRayInstance\n"
+        f"instance = LocalRayInstance({WORKERS})\n"
+        "assert instance.start().unwrap() is None\n"
+        "instance.stop()\n"
+    )
+    return _timed([sys.executable, "-c", code], env, folder)
+
+
+def measure(engines: Sequence[str]) -> dict[str, float]:
+    with tempfile.TemporaryDirectory(prefix="treadle-bench-batch-") as name:
+        folder = Path(name)
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("TREADLE_", "RAY_"))}
+        env["TREADLE_STATE_DIR"] = str(folder / "state")
+        env["TREADLE_CONFIG_DIR"] = str(folder / "config")
+        overhead = _one_turn(folder, env, 0.0)
+        pause = max(0.0, TURN_SECONDS - overhead)
+        # A pause costs a little more than itself (a timer, a wake-up): correct once.
+        pause = max(0.0, pause - (_one_turn(folder, env, pause) - TURN_SECONDS))
+        alone = _one_turn(folder, env, pause)
+        tasks = folder / "tasks.jsonl"
+        tasks.write_text(
+            "".join(json.dumps({"id": f"t{n:02d}", "task": "go"}) + "\n" for n in range(TURNS))
+        )
+        figures = {"overhead": overhead, "alone": alone}
+        for engine in engines:
+            runs = []
+            for round_ in range(ROUNDS):
+                out = folder / f"{engine}-{round_}.jsonl"
+                command = [sys.executable, "-m", "treadle", "batch", str(tasks), "--engine", engine]
+                command += ["--workers", str(WORKERS), "--out", str(out)]
+                command += ["--model", f"script:{_script(folder, pause)}"]
+                runs.append(_timed(command, env, folder))
+            figures[engine] = statistics.median(runs)
+        if "ray" in engines:
+            figures["ray alone"] = _ray_alone(env, folder)
+    return figures
+
+
+def run() -> list[str]:
+    try:
+        import ray  # noqa: F401
+    except ImportError:
+        engines = ["local"]
+    else:
+        engines = ["local", "ray"]
+    figures = measure(engines)
+    alone = figures["alone"]
+    ideal = TURNS * alone / WORKERS
+    lines = [
+        f"batch: one turn alone {alone:.3f} s (treadle's own start {figures['overhead']:.3f} s); "
+        f"{TURNS} turns on {WORKERS} workers, ideal {ideal:.2f} s (medians of {ROUNDS})"
+    ]
+    for engine in engines:
+        wall, target = figures[engine], TARGETS[engine]
+        verdict = "ok" if wall <= target else "MISSED"
+        extra = (
+            f"; Ray's start and stop alone {figures['ray alone']:.2f} s" if engine == "ray" else ""
+        )
+        lines.append(
+            f"batch: --engine {engine} {wall:.2f} s = {wall / ideal:.2f}x ideal "
+            f"(target <= {target:g} s: {verdict}){extra}"
+        )
+    return lines
+
+
+if __name__ == "__main__":
+    print("\n".join(run()))

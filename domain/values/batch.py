@@ -1,0 +1,100 @@
+"""The nouns of a batch: a line of TASKS, the turn an engine runs for it, and a line of
+RESULTS saying how that turn ended.
+
+A batch runs many headless turns, each one ``treadle --json`` process of its own; what
+comes back of each is a :class:`TaskResult`, whatever the engine that ran it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Final, Literal
+
+TaskOutcome = Literal["finished", "failed", "blocked", "waiting", "paused", "lost", "not started"]
+"""How a task of a batch ended. The first five are the turn's own outcomes (its exit code
+said so); ``lost``: the turn's process went away without ending its turn (its worker
+died, or something killed it), so only its transcript says what it did; ``not started``:
+the batch was stopped before the turn began."""
+
+OUTCOMES: Final[tuple[TaskOutcome, ...]] = (
+    "finished",
+    "failed",
+    "blocked",
+    "waiting",
+    "paused",
+    "lost",
+    "not started",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class BatchTask:
+    """One line of TASKS: ``id`` and ``task``, and optionally the folder to work in, the
+    model, and a session to continue. ``line`` is its line number, for messages."""
+
+    id: str
+    task: str
+    line: int = 0
+    workspace: str = ""
+    model: str = ""
+    resume: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class TurnOrder:
+    """One turn for an engine to run: ``treadle --json`` in ``workspace``, in the session
+    ``session`` (new, or continued when ``resuming``), with ``task`` as its message ("" to
+    go on where a paused turn stopped). ``environment`` is added to whatever environment
+    the turn's process starts from (the batch's ``TREADLE_*`` settings); the options are
+    the batch's flags, "" for those not given."""
+
+    id: str
+    task: str
+    session: str
+    workspace: str
+    resuming: bool = False
+    model: str = ""
+    base_url: str = ""
+    approval: str = ""
+    environment: tuple[tuple[str, str], ...] = ()
+    transcript: str = ""
+    """Where the turn's transcript will be, as the batch sees it (a cluster node may keep
+    it at the same path on its own disk)."""
+
+
+@dataclass(frozen=True, slots=True)
+class TaskResult:
+    """One line of RESULTS. ``exit_code`` is the turn's own (None when it was never
+    started or did not exit by itself); ``tokens`` counts the turn's usage by kind
+    (``input``, ``output``…); ``worker`` says where it ran."""
+
+    id: str
+    outcome: TaskOutcome
+    exit_code: int | None = None
+    detail: str = ""
+    transcript: str = ""
+    session: str = ""
+    requests: int = 0
+    tokens: Mapping[str, int] = field(default_factory=dict)
+    seconds: float = 0.0
+    worker: str = ""
+
+    @property
+    def finished(self) -> bool:
+        return self.outcome == "finished"
+
+
+@dataclass(frozen=True, slots=True)
+class Progress:
+    """The figures of the progress line. ``failed`` counts the turns that ended without
+    finishing; ``left`` estimates the seconds still needed (None until a turn ended)."""
+
+    total: int
+    ended: int
+    running: int
+    queued: int
+    failed: int
+    skipped: int
+    elapsed: float
+    left: float | None

@@ -1,0 +1,264 @@
+"""The local engine for real: treadle processes on this machine, against the test model
+server, paused, killed, and leaving nothing running."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+from pathlib import Path
+
+import pytest
+from returns.result import Success
+
+from tests.batch_support import (
+    carrying,
+    long_turn_script,
+    model_server,
+    nothing_left,
+    quick_turn_script,
+    rows,
+    setsid_pids,
+)
+from tests.processes import is_running
+from treadle.adapters.batch.local import LocalEngine
+from treadle.adapters.batch.results_file import ResultsFile
+from treadle.adapters.batch.turn_process import StopTimes
+from treadle.adapters.fakes.batch import RecordingBatchScreen
+from treadle.adapters.system_clock import SystemClock
+from treadle.domain.loop.batch import BatchPorts, BatchRun
+from treadle.domain.rules.batch import start_batch
+from treadle.domain.values.batch import TaskResult, TurnOrder
+from treadle.ports.batch import TurnEngine
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs /proc"),
+]
+
+
+class Place:
+    """A state folder and a workspace for one test's turns."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.state = root / "state"
+        self.work = root / "work"
+        self.work.mkdir()
+
+    def order(self, name: str, *, model: str, base_url: str = "", task: str = "go") -> TurnOrder:
+        session = f"batch-{name}"
+        return TurnOrder(
+            name,
+            task,
+            session,
+            str(self.work),
+            model=model,
+            base_url=base_url,
+            environment=(
+                ("TREADLE_STATE_DIR", str(self.state)),
+                ("TREADLE_CONFIG_DIR", str(self.root / "config")),
+            ),
+            transcript=str(self.state / "sessions" / session / "transcript.jsonl"),
+        )
+
+
+@pytest.fixture
+def place(tmp_path: Path):
+    here = Place(tmp_path)
+    yield here
+    assert nothing_left(here.state), "a process of the batch outlived it"
+
+
+async def run_batch(engine: TurnEngine, orders, out: Path, *, workers=2, during=None):
+    screen = RecordingBatchScreen()
+    results = ResultsFile(out)
+    run = BatchRun(
+        start_batch(orders, workers=workers), BatchPorts(engine, results, screen, SystemClock())
+    )
+    try:
+        job = asyncio.ensure_future(run.run())
+        if during is not None:
+            await during(run)
+        return await job
+    finally:
+        results.close()
+
+
+def kept(row: dict[str, object]) -> bool:
+    """Whether the turn's transcript is where its line of RESULTS says."""
+    return Path(str(row["transcript"])).is_file()
+
+
+def last_event(row: dict[str, object]) -> tuple[str, str]:
+    """The type and outcome of the last event in the turn's transcript."""
+    last = json.loads(Path(str(row["transcript"])).read_text().splitlines()[-1])
+    return last["type"], last.get("outcome", {}).get("kind", "")
+
+
+def by_id(path: Path) -> dict[str, dict[str, object]]:
+    return {str(row["id"]): row for row in rows(path)}
+
+
+async def test_twenty_turns_against_the_model_server_on_two_local_workers(place, tmp_path):
+    out = tmp_path / "results.jsonl"
+    with model_server(replies=20) as url:
+        orders = [
+            place.order(f"t{n:02d}", model="openai:test-model", base_url=url) for n in range(20)
+        ]
+        assert await run_batch(LocalEngine(SystemClock(), workers=2), orders, out) == Success(0)
+    got = rows(out)
+    assert [row["outcome"] for row in got] == ["finished"] * 20
+    assert {row["worker"] for row in got} == {"local:1", "local:2"}
+    assert all(row["requests"] == 1 and row["exit_code"] == 0 for row in got)
+    assert all(row["tokens"] == {"input": 14, "output": 47} for row in got), got[0]
+    assert all(kept(row) for row in got)
+
+
+async def wait_for(predicate, seconds: float = 30.0) -> None:
+    for _ in range(int(seconds / 0.05)):
+        if predicate():
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError("it never happened")
+
+
+async def test_a_stop_pauses_the_running_turns_and_the_queued_ones_are_not_started(place, tmp_path):
+    out = tmp_path / "results.jsonl"
+    script = long_turn_script(place.root)
+    orders = [place.order(f"L{n}", model=f"script:{script}") for n in range(4)]
+
+    async def stop_once_both_run(run: BatchRun) -> None:
+        await wait_for(lambda: len(setsid_pids(place.root)) == 2)
+        run.stop()
+
+    engine = LocalEngine(SystemClock(), workers=2)
+    assert await run_batch(engine, orders, out, during=stop_once_both_run) == Success(130)
+    got = by_id(out)
+    assert {name: row["outcome"] for name, row in got.items()} == {
+        "L0": "paused",
+        "L1": "paused",
+        "L2": "not started",
+        "L3": "not started",
+    }
+    for name in ("L0", "L1"):
+        assert got[name]["exit_code"] == 130 and got[name]["detail"] == "Turn paused"
+        assert last_event(got[name]) == ("turn_ended", "paused")
+    assert not any(is_running(pid) for pid in setsid_pids(place.root))
+
+
+async def test_a_turn_killed_mid_turn_is_lost_and_the_others_go_on(place, tmp_path):
+    out = tmp_path / "results.jsonl"
+    long = long_turn_script(place.root)
+    quick = quick_turn_script(place.root, seconds=0.2)
+    orders = [place.order("victim", model=f"script:{long}")]
+    orders += [place.order(f"q{n}", model=f"script:{quick}") for n in range(3)]
+
+    def victim() -> int | None:
+        for pid in carrying("TREADLE_STATE_DIR", str(place.state)):
+            try:
+                command = Path(f"/proc/{pid}/cmdline").read_bytes()
+            except OSError:
+                continue
+            if b"batch-victim" in command and b"treadle" in command:
+                return pid
+        return None
+
+    async def kill_the_victim(run: BatchRun) -> None:
+        await wait_for(lambda: len(setsid_pids(place.root)) == 1)
+        pid = victim()
+        assert pid is not None
+        os.kill(pid, signal.SIGKILL)
+
+    engine = LocalEngine(SystemClock(), workers=2)
+    assert await run_batch(engine, orders, out, during=kill_the_victim) == Success(1)
+    got = by_id(out)
+    assert got["victim"]["outcome"] == "lost"
+    assert got["victim"]["detail"] == "killed by SIGKILL; its transcript kept 1 request"
+    assert [got[f"q{n}"]["outcome"] for n in range(3)] == ["finished"] * 3
+    assert not any(is_running(pid) for pid in setsid_pids(place.root))
+
+
+@pytest.fixture
+def stubborn(tmp_path: Path) -> Path:
+    """A stand-in for python that ignores SIGINT and SIGTERM: a turn that never pauses."""
+    path = tmp_path / "stubborn"
+    path.write_text(
+        f"#!/bin/sh\ntrap '' INT TERM\necho started > {tmp_path}/stubborn.up\nsleep 60\n"
+    )
+    path.chmod(0o755)
+    return path
+
+
+async def test_a_turn_that_does_not_pause_is_killed_after_its_grace_and_reported_paused(
+    place, tmp_path, stubborn
+):
+    engine = LocalEngine(
+        SystemClock(),
+        workers=1,
+        times=StopTimes(pause=0.3, term=0.3, sweep=0.3),
+        python=str(stubborn),
+    )
+
+    async def stop_when_up(run: BatchRun) -> None:
+        await wait_for((tmp_path / "stubborn.up").exists)
+        run.stop()
+
+    out = tmp_path / "results.jsonl"
+    assert await run_batch(
+        engine, [place.order("s", model="demo")], out, during=stop_when_up
+    ) == Success(130)
+    row = rows(out)[0]
+    assert row["outcome"] == "paused" and row["exit_code"] is None
+    assert (
+        row["detail"]
+        == "did not pause in time; stopped by SIGKILL (its transcript kept 0 requests)"
+    )
+
+
+async def test_a_second_ctrl_c_kills_the_running_turns_at_once(place, tmp_path, stubborn):
+    engine = LocalEngine(SystemClock(), workers=1, python=str(stubborn))  # a 10 s pause grace
+
+    async def stop_then_kill(run: BatchRun) -> None:
+        await wait_for((tmp_path / "stubborn.up").exists)
+        run.stop()
+        await asyncio.sleep(0.2)
+        run.kill()
+
+    out = tmp_path / "results.jsonl"
+    started = asyncio.get_running_loop().time()
+    assert await run_batch(
+        engine, [place.order("s", model="demo")], out, during=stop_then_kill
+    ) == Success(130)
+    assert asyncio.get_running_loop().time() - started < 8
+    assert rows(out)[0]["outcome"] == "paused"
+
+
+async def test_a_turn_that_cannot_start_is_failed_and_says_why(place):
+    engine = LocalEngine(SystemClock(), workers=1)
+    order = place.order("x", model="demo")
+    missing = TurnOrder(order.id, order.task, order.session, str(place.root / "gone"))
+    result = await engine.run(missing)
+    assert isinstance(result, TaskResult)
+    assert result.outcome == "failed" and "could not start treadle in" in result.detail
+
+
+async def test_a_turn_that_treadle_refuses_is_failed_with_treadle_s_own_line(place, tmp_path):
+    engine = LocalEngine(SystemClock(), workers=1)
+    result = await engine.run(place.order("x", model="nonsense:model:x"))
+    assert (result.outcome, result.exit_code) == ("failed", 2)
+    assert result.detail.startswith("treadle exited with 2: treadle: flag --model")
+
+
+async def test_what_a_turn_left_outside_its_group_is_killed_when_the_turn_ends(place, tmp_path):
+    """A stand-in for treadle that starts a grandchild in a session of its own and exits
+    at once, with no cleanup of its own: the engine's sweep finds it by its marker."""
+    leaver = tmp_path / "leaver"
+    leaver.write_text(f"#!/bin/sh\nsetsid sleep 300 & echo $! > {tmp_path}/left.pid\nexit 0\n")
+    leaver.chmod(0o755)
+    engine = LocalEngine(SystemClock(), workers=1, python=str(leaver))
+    result = await engine.run(place.order("x", model="demo"))
+    assert (result.outcome, result.exit_code) == ("finished", 0)
+    left = int((tmp_path / "left.pid").read_text())  # noqa: ASYNC240
+    assert not is_running(left)

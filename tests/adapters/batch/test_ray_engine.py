@@ -1,0 +1,178 @@
+"""The Ray engine for real, on the session's private Ray instance on 127.0.0.1: turns
+as Ray tasks against the test model server, a worker killed mid-turn, a stop."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import sys
+from pathlib import Path
+
+import pytest
+from returns.result import Failure, Success
+
+from tests.adapters.batch.test_local_engine import Place, by_id, run_batch, wait_for
+from tests.batch_support import (
+    carrying,
+    long_turn_script,
+    model_server,
+    nothing_left,
+    quick_turn_script,
+    rows,
+    setsid_pids,
+)
+from tests.processes import is_running
+from treadle.adapters.batch.ray_engine import RayEngine
+from treadle.adapters.batch.ray_instance import NEEDS_RAY, LocalRayInstance, RayCluster
+from treadle.adapters.system_clock import SystemClock
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs /proc"),
+]
+
+
+@pytest.fixture
+def place(tmp_path: Path):
+    here = Place(tmp_path)
+    yield here
+    assert nothing_left(here.state), "a process of the batch outlived it"
+
+
+def engine_on(instance: object) -> RayEngine:
+    assert isinstance(instance, LocalRayInstance)
+    return RayEngine(SystemClock(), workers=2, instance=instance)
+
+
+async def test_twenty_turns_against_the_model_server_on_two_ray_workers(
+    ray_instance, place, tmp_path
+):
+    out = tmp_path / "results.jsonl"
+    with model_server(replies=20) as url:
+        orders = [
+            place.order(f"t{n:02d}", model="openai:test-model", base_url=url) for n in range(20)
+        ]
+        assert await run_batch(engine_on(ray_instance), orders, out) == Success(0)
+    got = rows(out)
+    assert [row["outcome"] for row in got] == ["finished"] * 20
+    assert all(str(row["worker"]).startswith("127.0.0.1:") for row in got)
+    assert len({row["worker"] for row in got}) >= 2
+    assert all(row["tokens"] == {"input": 14, "output": 47} for row in got)
+
+
+def turn_process(state: Path, session: str) -> int | None:
+    for pid in carrying("TREADLE_STATE_DIR", str(state)):
+        try:
+            command = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except OSError:
+            continue
+        if session.encode() in command and b"treadle" in command:
+            return pid
+    return None
+
+
+def sigint_blocked(pid: int) -> bool:
+    status = Path(f"/proc/{pid}/status").read_text()
+    mask = next(line.split()[1] for line in status.splitlines() if line.startswith("SigBlk:"))
+    return bool(int(mask, 16) & (1 << (signal.SIGINT - 1)))
+
+
+def parent_of(pid: int) -> int:
+    stat = Path(f"/proc/{pid}/stat").read_bytes()
+    return int(stat[stat.rfind(b")") + 2 :].split()[1])
+
+
+async def test_a_ray_worker_killed_mid_turn_is_reported_lost_and_the_others_go_on(
+    ray_instance, place, tmp_path
+):
+    out = tmp_path / "results.jsonl"
+    long = long_turn_script(place.root)
+    quick = quick_turn_script(place.root, seconds=0.2)
+    orders = [place.order("victim", model=f"script:{long}")]
+    orders += [place.order(f"q{n}", model=f"script:{quick}") for n in range(3)]
+    killed: list[int] = []
+
+    async def kill_its_worker(run) -> None:
+        await wait_for(lambda: len(setsid_pids(place.root)) == 1)
+        turn = turn_process(place.state, "batch-victim")
+        assert turn is not None
+        killed.append(parent_of(turn))  # the Ray worker running the task
+        os.kill(killed[0], signal.SIGKILL)
+
+    assert await run_batch(engine_on(ray_instance), orders, out, during=kill_its_worker) == Success(
+        1
+    )
+    got = by_id(out)
+    assert got["victim"]["outcome"] == "lost"
+    assert "WorkerCrashedError" in str(got["victim"]["detail"])
+    assert got["victim"]["requests"] == 1  # what its transcript kept
+    assert [got[f"q{n}"]["outcome"] for n in range(3)] == ["finished"] * 3
+    # Its turn, and the grandchild that left the turn's group, went with the worker.
+    assert nothing_left(place.state)
+    assert not any(is_running(pid) for pid in setsid_pids(place.root))
+
+
+async def test_a_stop_pauses_running_ray_turns_and_the_queued_ones_are_not_started(
+    ray_instance, place, tmp_path
+):
+    out = tmp_path / "results.jsonl"
+    script = long_turn_script(place.root)
+    orders = [place.order(f"L{n}", model=f"script:{script}") for n in range(4)]
+
+    blocked: list[bool] = []
+
+    async def stop_once_both_run(run) -> None:
+        await wait_for(lambda: len(setsid_pids(place.root)) == 2)
+        turn = turn_process(place.state, "batch-L0")
+        assert turn is not None
+        blocked.append(sigint_blocked(turn))
+        run.stop()
+
+    engine = engine_on(ray_instance)
+    assert await run_batch(engine, orders, out, during=stop_once_both_run) == Success(130)
+    # Ray's workers run with SIGINT blocked, and a child inherits the mask: the engine
+    # unblocks it for the turn, which must hear the SIGINT that pauses it.
+    assert blocked == [False]
+    got = by_id(out)
+    assert {name: row["outcome"] for name, row in got.items()} == {
+        "L0": "paused",
+        "L1": "paused",
+        "L2": "not started",
+        "L3": "not started",
+    }
+    assert got["L0"]["exit_code"] == 130 and got["L0"]["detail"] == "Turn paused"
+
+
+async def test_a_force_cancelled_ray_task_leaves_nothing_of_its_turn_running(
+    ray_instance, place, tmp_path
+):
+    """Ray's force cancel kills the worker only; the worker's watchdog takes the rest,
+    the grandchild that left the group included."""
+    script = long_turn_script(place.root)
+    engine = engine_on(ray_instance)
+    assert await engine.start() == Success(None)
+    job = asyncio.ensure_future(engine.run(place.order("f", model=f"script:{script}")))
+    await wait_for(lambda: len(setsid_pids(place.root)) == 1)
+    engine.kill()
+    result = await job
+    assert result.outcome == "paused"
+    assert result.detail.startswith("did not pause in time; its Ray worker was stopped")
+    assert nothing_left(place.state)
+    await engine.close()
+
+
+def test_without_ray_installed_the_engine_says_how_to_get_it(monkeypatch):
+    monkeypatch.setitem(sys.modules, "ray", None)
+    started = RayCluster("127.0.0.1:1").start()
+    assert isinstance(started, Failure) and started.failure().startswith(NEEDS_RAY)
+
+
+async def test_an_engine_that_cannot_reach_its_cluster_fails_to_start(monkeypatch):
+    class Unreachable(RayCluster):
+        def start(self):
+            return Failure("cannot use the Ray cluster at 127.0.0.1:1: refused")
+
+    engine = RayEngine(SystemClock(), workers=1, address="127.0.0.1:1")
+    engine.instance = Unreachable("127.0.0.1:1")
+    assert await engine.start() == Failure("cannot use the Ray cluster at 127.0.0.1:1: refused")

@@ -1,0 +1,183 @@
+"""``treadle batch`` as a real process: bad TASKS, Ctrl-C with running and queued turns
+on both engines, and a rerun that skips what finished."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.batch_support import (
+    long_turn_script,
+    nothing_left,
+    quick_turn_script,
+    rows,
+    setsid_pids,
+    write_tasks,
+)
+from tests.processes import is_running, run_treadle, treadle_env, until
+
+pytestmark = pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs /proc")
+
+
+@pytest.fixture
+def home(tmp_path: Path):
+    env = treadle_env(tmp_path)
+    yield env
+    assert nothing_left(tmp_path / "state"), "a process of the batch outlived it"
+
+
+def test_bad_tasks_lines_are_reported_with_their_numbers_and_nothing_runs(tmp_path, home):
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text(
+        '{"id": "a", "task": "fine"}\n'
+        '{"id": "b", "task": "fine", "workspace": "/no/such/folder"}\n'
+        "{not json\n"
+        '{"id": "a", "task": "again"}\n'
+    )
+    done = run_treadle("batch", str(tasks), "--model", "demo", cwd=tmp_path, env=home)
+    assert done.returncode == 2
+    lines = done.stderr.splitlines()
+    not_json = "not JSON (Expecting property name enclosed in double quotes, column 2)"
+    assert f"treadle: {tasks}:3: {not_json}" in lines
+    assert f'treadle: {tasks}:4: id "a" is already on line 1' in lines
+    assert lines[-1] == "treadle: nothing was run"
+    assert "Traceback" not in done.stderr
+    assert not (tmp_path / "tasks.results.jsonl").exists()
+    assert not (tmp_path / "state" / "sessions").exists()
+
+
+def test_a_line_s_missing_folder_is_found_before_anything_runs(tmp_path, home):
+    tasks = write_tasks(
+        tmp_path / "tasks.jsonl", [{"id": "b", "task": "x", "workspace": "/no/such/folder"}]
+    )
+    done = run_treadle("batch", str(tasks), "--model", "demo", cwd=tmp_path, env=home)
+    assert done.returncode == 2
+    assert f"treadle: {tasks}:1: workspace /no/such/folder: no such folder" in done.stderr
+
+
+def test_an_address_needs_the_ray_engine(tmp_path, home):
+    tasks = write_tasks(tmp_path / "tasks.jsonl", [{"id": "a", "task": "x"}])
+    done = run_treadle(
+        "batch", str(tasks), "--engine", "local", "--address", "127.0.0.1:1", cwd=tmp_path, env=home
+    )
+    assert done.returncode == 2
+    assert (
+        done.stderr.strip() == "treadle: flag --address: a Ray cluster's address needs --engine ray"
+    )
+
+
+def start_batch(tasks: Path, env: dict[str, str], *extra: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "treadle", "batch", str(tasks), "--workers", "2", *extra],
+        cwd=tasks.parent,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,  # its own group, as a terminal's foreground job
+    )
+
+
+def interrupt_once_running(batch: subprocess.Popen[str], folder: Path, running: int) -> str:
+    """Ctrl-C (SIGINT to the batch's process group) once ``running`` long turns run."""
+    try:
+        if not until(lambda: len(setsid_pids(folder)) == running or batch.poll() is not None, 60):
+            batch.kill()
+        if batch.poll() is not None:
+            raise AssertionError(f"the turns never ran: {batch.communicate()[1][-3000:]}")
+        os.killpg(batch.pid, signal.SIGINT)
+        _, err = batch.communicate(timeout=60)
+    finally:
+        batch.kill()
+    return err
+
+
+def ctrl_c_then_rerun(tmp_path: Path, env: dict[str, str], *extra: str) -> None:
+    long = long_turn_script(tmp_path)
+    quick = quick_turn_script(tmp_path)
+    first = [{"id": "q0", "task": "x"}, {"id": "q1", "task": "x"}]
+    first += [{"id": f"L{n}", "task": "x", "model": f"script:{long}"} for n in range(4)]
+    tasks = write_tasks(tmp_path / "tasks.jsonl", first)
+    batch = start_batch(tasks, env, "--model", f"script:{quick}", *extra)
+    err = interrupt_once_running(batch, tmp_path, running=2)
+    assert batch.returncode == 130, err
+    results = tmp_path / "tasks.results.jsonl"
+    got = {row["id"]: row for row in rows(results)}
+    assert {name: row["outcome"] for name, row in got.items()} == {
+        "q0": "finished",
+        "q1": "finished",
+        "L0": "paused",
+        "L1": "paused",
+        "L2": "not started",
+        "L3": "not started",
+    }, err
+    for name in ("L0", "L1"):
+        last = json.loads(Path(str(got[name]["transcript"])).read_text().splitlines()[-1])
+        assert last["outcome"]["kind"] == "paused"
+    assert "2 paused, 2 not started" in err.splitlines()[-1]
+    assert nothing_left(tmp_path / "state")
+    assert not any(is_running(pid) for pid in setsid_pids(tmp_path))
+
+    # The rerun: the same ids, all quick now. Finished ones are skipped, paused ones
+    # go on in their sessions, the others start.
+    write_tasks(tasks, [{"id": row["id"], "task": "x"} for row in first])
+    again = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "treadle",
+            "batch",
+            str(tasks),
+            "--model",
+            f"script:{quick}",
+            *extra,
+        ],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert again.returncode == 0, again.stderr
+    assert "4 finished; 2 skipped, finished before" in again.stderr.splitlines()[-1]
+    latest = {row["id"]: row for row in rows(results)}
+    assert all(row["outcome"] == "finished" for row in latest.values())
+    assert latest["L0"]["session"] == got["L0"]["session"]  # continued, not begun again
+    assert latest["L2"]["session"] != ""
+
+
+@pytest.mark.slow
+def test_ctrl_c_pauses_the_running_local_turns_and_a_rerun_skips_the_finished_ones(tmp_path, home):
+    ctrl_c_then_rerun(tmp_path, home)
+
+
+@pytest.mark.slow
+def test_on_an_existing_ray_cluster_ctrl_c_pauses_and_a_rerun_skips_the_finished(
+    tmp_path, home, ray_head
+):
+    env = {k: v for k, v in home.items() if not k.startswith("RAY_")}
+    env.update(ray_head.env)
+    env.update({k: v for k, v in home.items() if k.startswith("TREADLE_")})
+    ctrl_c_then_rerun(tmp_path, env, "--address", ray_head.address)
+
+
+def test_sigterm_stops_a_batch_as_ctrl_c_does(tmp_path, home):
+    long = long_turn_script(tmp_path)
+    tasks = write_tasks(tmp_path / "tasks.jsonl", [{"id": f"L{n}", "task": "x"} for n in range(3)])
+    batch = start_batch(tasks, home, "--model", f"script:{long}")
+    try:
+        assert until(lambda: len(setsid_pids(tmp_path)) == 2, 60)
+        batch.send_signal(signal.SIGTERM)
+        _, err = batch.communicate(timeout=60)
+    finally:
+        batch.kill()
+    assert batch.returncode == 130, err
+    outcomes = sorted(str(row["outcome"]) for row in rows(tmp_path / "tasks.results.jsonl"))
+    assert outcomes == ["not started", "paused", "paused"]
