@@ -35,7 +35,7 @@ from treadle.domain.rules.interrupts import CtrlC
 from treadle.domain.values.batch import BatchTask
 from treadle.entrypoints.batch_wiring import ENGINES, BatchOptions
 from treadle.entrypoints.config import ConfigError, check_value, load_config
-from treadle.entrypoints.interrupts import STOP_SIGNALS
+from treadle.entrypoints.interrupts import LEAVE_CODE, STOP_SIGNALS
 
 if TYPE_CHECKING:
     from treadle.entrypoints.container import Container
@@ -85,11 +85,13 @@ def run_batch_command(argv: Sequence[str]) -> int:
     hide_environment_from_commands()
     try:
         options, plan = prepare(args)
+        return asyncio.run(run_plan(options, plan))
     except ConfigError as error:
         for line in str(error).splitlines():
             print(f"treadle: {line}", file=sys.stderr)
         return USAGE_ERROR
-    return asyncio.run(run_plan(options, plan))
+    except KeyboardInterrupt:  # before the batch's own handlers: nothing had started
+        return LEAVE_CODE
 
 
 def prepare(args: argparse.Namespace) -> tuple[BatchOptions, BatchPlan]:
@@ -219,12 +221,17 @@ async def run_plan(options: BatchOptions, plan: BatchPlan) -> int:
     """Run the plan with what the container builds; signals stop it."""
     from dependency_injector import providers
 
+    from treadle.adapters.redact import Redactor
+    from treadle.adapters.session_log import session_log
     from treadle.entrypoints.container import Container
 
     container = Container()
     container.batch_options.override(providers.Object(options))
+    log = str(Path(options.results_path).with_suffix(".log"))
+    redact = Redactor.from_environ(os.environ).redact
     try:
-        return await drive(container, options, plan)
+        with session_log(log, redact, "warning"):  # a bug's traceback: there, not on screen
+            return await drive(container, options, plan)
     except OSError as error:  # RESULTS could not be opened or written
         print(f"treadle: {options.results_path}: {error.strerror or error}", file=sys.stderr)
         return USAGE_ERROR

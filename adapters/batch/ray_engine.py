@@ -145,10 +145,7 @@ class RayEngine:
         first = (str(error).strip().splitlines() or [""])[0][:300]
         outcome: TaskOutcome
         if order.id in self._forced:
-            outcome, detail = (
-                "paused",
-                f"did not pause in time; its Ray worker was stopped ({kept})",
-            )
+            outcome, detail = "paused", f"its Ray worker was killed before the turn paused; {kept}"
         elif lost:
             outcome, detail = "lost", f"its Ray worker was lost ({type(error).__name__}); {kept}"
         else:
@@ -171,9 +168,12 @@ class RayEngine:
             with contextlib.suppress(Exception):
                 ray.cancel(ref, force=False, recursive=True)
         if self._pausing is None:
-            # The task pauses its turn in the SIGINT, SIGTERM and sweep times; then more.
-            wait = self._times.pause + self._times.term + self._times.sweep + 5.0
-            self._pausing = asyncio.get_running_loop().call_later(wait, self.kill)
+            self._pausing = asyncio.get_running_loop().call_later(self._pause_time(), self.kill)
+
+    def _pause_time(self) -> float:
+        """How long a task may take to pause its turn: SIGINT, SIGTERM, the sweep, and
+        some more for Ray itself."""
+        return self._times.pause + self._times.term + self._times.sweep + 5.0
 
     def kill(self) -> None:
         import ray
@@ -186,7 +186,9 @@ class RayEngine:
     async def close(self) -> None:
         if self._running:
             self.pause()
-            await self._idle.wait()
+            # A cluster that no longer answers is not waited for for ever.
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._idle.wait(), self._pause_time() + 30.0)
         if self._pausing is not None:
             self._pausing.cancel()
         if self._owned:

@@ -41,6 +41,14 @@ PRIVATE_ENVIRONMENT = {
 NEEDS_RAY = "--engine ray needs Ray: pip install 'treadle[ray]'"
 
 
+def _shutdown_ray() -> None:
+    """Disconnect this process from Ray, if it ever imported it (nothing otherwise)."""
+    ray = sys.modules.get("ray")
+    if ray is not None and hasattr(ray, "shutdown"):
+        with contextlib.suppress(Exception):
+            ray.shutdown()
+
+
 def _import_ray() -> Result[None, str]:
     try:
         import ray  # noqa: F401
@@ -70,8 +78,7 @@ class RayCluster:
         return Success(None)
 
     def stop(self) -> None:
-        if "ray" in sys.modules:
-            sys.modules["ray"].shutdown()  # a cluster we did not start is only left
+        _shutdown_ray()  # a cluster we did not start is only left
 
 
 def _cannot_connect(address: str, error: Exception) -> str:
@@ -137,9 +144,7 @@ class LocalRayInstance:
                 if _command_line(pid).find(b"autoscaler/_private/monitor.py") >= 0:
                     with contextlib.suppress(ProcessLookupError, PermissionError):
                         os.kill(pid, signal.SIGKILL)
-        if "ray" in sys.modules:
-            with contextlib.suppress(Exception):
-                sys.modules["ray"].shutdown()
+        _shutdown_ray()
         if self.folder:
             stop_instance(instance_pids(self.folder), grace)
             shutil.rmtree(self.folder, ignore_errors=True)

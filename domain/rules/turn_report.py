@@ -129,8 +129,9 @@ def judge_turn(
     The exit code decides (0 finished, 1 failed, 3 blocked, 4 waiting, 130 paused); the
     detail is what the turn said (its last line), else ``error_line``, the last line it
     wrote on stderr (treadle refusing to start: a busy session, a bad flag). A turn
-    killed by a signal after the batch asked it to pause is paused all the same (its
-    session continues with ``treadle --resume``); killed otherwise, it is lost.
+    killed after the batch asked it to pause (it took too long, or a second Ctrl-C) is
+    paused all the same (its session continues with ``treadle --resume``); killed
+    otherwise, it is lost.
 
     >>> judge_turn(ProcessEnd(None, "SIGKILL"), TurnTally(requests=3))
     ('lost', 'killed by SIGKILL; its transcript kept 3 requests')
@@ -143,7 +144,7 @@ def judge_turn(
         return "failed", f"{detail}: {error_line}" if error_line else detail
     kept = f"its transcript kept {_requests(said.requests)}"
     if pause_asked:
-        return "paused", f"did not pause in time; stopped by {end.signal} ({kept})"
+        return "paused", f"killed by {end.signal} before it paused; {kept}"
     return "lost", f"killed by {end.signal}; {kept}"
 
 

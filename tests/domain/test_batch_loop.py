@@ -102,7 +102,7 @@ async def test_an_engine_that_cannot_start_runs_nothing_and_says_why():
     assert rig.engine.closed
 
 
-async def test_a_bug_in_the_engine_fails_that_turn_only():
+async def test_a_bug_in_the_engine_fails_that_turn_only_and_its_traceback_is_logged(caplog):
     class Buggy(FakeEngine):
         async def run(self, order: TurnOrder) -> TaskResult:
             if order.id == "t01":
@@ -114,6 +114,8 @@ async def test_a_bug_in_the_engine_fails_that_turn_only():
     assert await rig.run.run() == Success(1)
     failed = next(r for r in rig.results.written if r.id == "t01")
     assert failed.detail == "InternalError: RuntimeError: boom"
+    (record,) = [r for r in caplog.records if r.name.startswith("treadle")]
+    assert record.exc_info is not None and "t01" in record.getMessage()
 
 
 async def test_the_progress_line_is_redrawn_between_events():

@@ -104,4 +104,4 @@ def test_a_turn_killed_from_outside_is_lost_with_what_it_had_done():
 def test_a_turn_killed_after_the_batch_asked_it_to_pause_is_paused_all_the_same():
     outcome, detail = judge_turn(ProcessEnd(None, "SIGKILL"), TurnTally(), pause_asked=True)
     assert outcome == "paused"
-    assert detail == "did not pause in time; stopped by SIGKILL (its transcript kept 0 requests)"
+    assert detail == "killed by SIGKILL before it paused; its transcript kept 0 requests"

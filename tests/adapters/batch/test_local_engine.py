@@ -7,6 +7,7 @@ import asyncio
 import json
 import os
 import signal
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -211,10 +212,7 @@ async def test_a_turn_that_does_not_pause_is_killed_after_its_grace_and_reported
     ) == Success(130)
     row = rows(out)[0]
     assert row["outcome"] == "paused" and row["exit_code"] is None
-    assert (
-        row["detail"]
-        == "did not pause in time; stopped by SIGKILL (its transcript kept 0 requests)"
-    )
+    assert row["detail"] == "killed by SIGKILL before it paused; its transcript kept 0 requests"
 
 
 async def test_a_second_ctrl_c_kills_the_running_turns_at_once(place, tmp_path, stubborn):
@@ -260,5 +258,17 @@ async def test_what_a_turn_left_outside_its_group_is_killed_when_the_turn_ends(p
     engine = LocalEngine(SystemClock(), workers=1, python=str(leaver))
     result = await engine.run(place.order("x", model="demo"))
     assert (result.outcome, result.exit_code) == ("finished", 0)
-    left = int((tmp_path / "left.pid").read_text())  # noqa: ASYNC240
+    left = int((tmp_path / "left.pid").read_text())
     assert not is_running(left)
+
+
+async def test_a_turn_that_needs_a_yes_nobody_can_give_is_reported_blocked(place, tmp_path):
+    script = tmp_path / "asks.json"
+    call = {"name": "bash", "arguments": {"command": "touch made-it"}}
+    script.write_text(json.dumps({"responses": [{"tool_calls": [call]}, {"text": "done"}]}))
+    order = place.order("b", model=f"script:{script}")
+    engine = LocalEngine(SystemClock(), workers=1)
+    result = await engine.run(replace(order, approval="ask"))
+    assert (result.outcome, result.exit_code) == ("blocked", 3)
+    assert result.detail.startswith("Turn blocked:")
+    assert not (place.work / "made-it").exists()
