@@ -1,5 +1,6 @@
 """What the tests of ``treadle batch`` share: a model server in a thread, scripts for
-long turns, TASKS files, and finding the processes a batch started."""
+long turns, TASKS files, a place for a test's turns, a batch run on a real engine, and
+finding the processes a batch started."""
 
 from __future__ import annotations
 
@@ -13,6 +14,13 @@ from pathlib import Path
 
 from tests.adapters.http.server import Reply, ScriptedServer
 from tests.processes import is_running, until
+from treadle.adapters.batch.results_file import ResultsFile
+from treadle.adapters.fakes.batch import RecordingBatchScreen
+from treadle.adapters.system_clock import SystemClock
+from treadle.domain.loop.batch import BatchPorts, BatchRun
+from treadle.domain.rules.batch import start_batch
+from treadle.domain.values.batch import TurnOrder
+from treadle.ports.batch import TurnEngine
 
 STREAMS = Path(__file__).resolve().parent / "fixtures" / "streams"
 ANSWER = STREAMS / "openai-chat" / "text_with_usage.sse"
@@ -112,3 +120,67 @@ def nothing_left(state: Path, seconds: float = 10.0) -> bool:
 def setsid_pids(folder: Path) -> list[int]:
     path = folder / "setsid.pids"
     return [int(p) for p in path.read_text().split()] if path.exists() else []
+
+
+class Place:
+    """A state folder and a workspace for one test's turns."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.state = root / "state"
+        self.work = root / "work"
+        self.work.mkdir()
+
+    def order(self, name: str, *, model: str, base_url: str = "", task: str = "go") -> TurnOrder:
+        session = f"batch-{name}"
+        return TurnOrder(
+            name,
+            task,
+            session,
+            str(self.work),
+            model=model,
+            base_url=base_url,
+            environment=(
+                ("TREADLE_STATE_DIR", str(self.state)),
+                ("TREADLE_CONFIG_DIR", str(self.root / "config")),
+            ),
+            transcript=str(self.state / "sessions" / session / "transcript.jsonl"),
+        )
+
+
+async def run_batch(engine: TurnEngine, orders, out: Path, *, workers=2, during=None):
+    screen = RecordingBatchScreen()
+    results = ResultsFile(out)
+    run = BatchRun(
+        start_batch(orders, workers=workers), BatchPorts(engine, results, screen, SystemClock())
+    )
+    try:
+        job = asyncio.ensure_future(run.run())
+        if during is not None:
+            await during(run)
+        return await job
+    finally:
+        results.close()
+
+
+def transcript_kept(row: dict[str, object]) -> bool:
+    """Whether the turn's transcript is where its line of RESULTS says."""
+    return Path(str(row["transcript"])).is_file()
+
+
+def last_event(row: dict[str, object]) -> tuple[str, str]:
+    """The type and outcome of the last event in the turn's transcript."""
+    last = json.loads(Path(str(row["transcript"])).read_text().splitlines()[-1])
+    return last["type"], last.get("outcome", {}).get("kind", "")
+
+
+def by_id(path: Path) -> dict[str, dict[str, object]]:
+    return {str(row["id"]): row for row in rows(path)}
+
+
+async def wait_for(predicate, seconds: float = 30.0) -> None:
+    for _ in range(int(seconds / 0.05)):
+        if predicate():
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError("it never happened")

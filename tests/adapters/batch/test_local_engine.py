@@ -14,92 +14,29 @@ import pytest
 from returns.result import Success
 
 from tests.batch_support import (
+    by_id,
     carrying,
+    last_event,
     long_turn_script,
     model_server,
-    nothing_left,
     quick_turn_script,
     rows,
+    run_batch,
     setsid_pids,
+    transcript_kept,
+    wait_for,
 )
 from tests.processes import is_running
 from treadle.adapters.batch.local import LocalEngine
-from treadle.adapters.batch.results_file import ResultsFile
 from treadle.adapters.batch.turn_process import StopTimes
-from treadle.adapters.fakes.batch import RecordingBatchScreen
 from treadle.adapters.system_clock import SystemClock
-from treadle.domain.loop.batch import BatchPorts, BatchRun
-from treadle.domain.rules.batch import start_batch
+from treadle.domain.loop.batch import BatchRun
 from treadle.domain.values.batch import TaskResult, TurnOrder
-from treadle.ports.batch import TurnEngine
 
 pytestmark = [
     pytest.mark.slow,
     pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs /proc"),
 ]
-
-
-class Place:
-    """A state folder and a workspace for one test's turns."""
-
-    def __init__(self, root: Path) -> None:
-        self.root = root
-        self.state = root / "state"
-        self.work = root / "work"
-        self.work.mkdir()
-
-    def order(self, name: str, *, model: str, base_url: str = "", task: str = "go") -> TurnOrder:
-        session = f"batch-{name}"
-        return TurnOrder(
-            name,
-            task,
-            session,
-            str(self.work),
-            model=model,
-            base_url=base_url,
-            environment=(
-                ("TREADLE_STATE_DIR", str(self.state)),
-                ("TREADLE_CONFIG_DIR", str(self.root / "config")),
-            ),
-            transcript=str(self.state / "sessions" / session / "transcript.jsonl"),
-        )
-
-
-@pytest.fixture
-def place(tmp_path: Path):
-    here = Place(tmp_path)
-    yield here
-    assert nothing_left(here.state), "a process of the batch outlived it"
-
-
-async def run_batch(engine: TurnEngine, orders, out: Path, *, workers=2, during=None):
-    screen = RecordingBatchScreen()
-    results = ResultsFile(out)
-    run = BatchRun(
-        start_batch(orders, workers=workers), BatchPorts(engine, results, screen, SystemClock())
-    )
-    try:
-        job = asyncio.ensure_future(run.run())
-        if during is not None:
-            await during(run)
-        return await job
-    finally:
-        results.close()
-
-
-def kept(row: dict[str, object]) -> bool:
-    """Whether the turn's transcript is where its line of RESULTS says."""
-    return Path(str(row["transcript"])).is_file()
-
-
-def last_event(row: dict[str, object]) -> tuple[str, str]:
-    """The type and outcome of the last event in the turn's transcript."""
-    last = json.loads(Path(str(row["transcript"])).read_text().splitlines()[-1])
-    return last["type"], last.get("outcome", {}).get("kind", "")
-
-
-def by_id(path: Path) -> dict[str, dict[str, object]]:
-    return {str(row["id"]): row for row in rows(path)}
 
 
 async def test_twenty_turns_against_the_model_server_on_two_local_workers(place, tmp_path):
@@ -114,15 +51,7 @@ async def test_twenty_turns_against_the_model_server_on_two_local_workers(place,
     assert {row["worker"] for row in got} == {"local:1", "local:2"}
     assert all(row["requests"] == 1 and row["exit_code"] == 0 for row in got)
     assert all(row["tokens"] == {"input": 14, "output": 47} for row in got), got[0]
-    assert all(kept(row) for row in got)
-
-
-async def wait_for(predicate, seconds: float = 30.0) -> None:
-    for _ in range(int(seconds / 0.05)):
-        if predicate():
-            return
-        await asyncio.sleep(0.05)
-    raise AssertionError("it never happened")
+    assert all(transcript_kept(row) for row in got)
 
 
 async def test_a_stop_pauses_the_running_turns_and_the_queued_ones_are_not_started(place, tmp_path):

@@ -12,15 +12,17 @@ from pathlib import Path
 import pytest
 from returns.result import Failure, Success
 
-from tests.adapters.batch.test_local_engine import Place, by_id, run_batch, wait_for
 from tests.batch_support import (
+    by_id,
     carrying,
     long_turn_script,
     model_server,
     nothing_left,
     quick_turn_script,
     rows,
+    run_batch,
     setsid_pids,
+    wait_for,
 )
 from tests.processes import is_running
 from treadle.adapters.batch.ray_engine import RayEngine
@@ -31,13 +33,6 @@ pytestmark = [
     pytest.mark.slow,
     pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs /proc"),
 ]
-
-
-@pytest.fixture
-def place(tmp_path: Path):
-    here = Place(tmp_path)
-    yield here
-    assert nothing_left(here.state), "a process of the batch outlived it"
 
 
 def engine_on(instance: object) -> RayEngine:
