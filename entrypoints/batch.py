@@ -219,11 +219,10 @@ def _problems(path: Path, problems: Sequence[str]) -> str:
 
 async def run_plan(options: BatchOptions, plan: BatchPlan) -> int:
     """Run the plan with what the container builds; signals stop it."""
-    from dependency_injector import providers
-
     from treadle.adapters.redact import Redactor
     from treadle.adapters.session_log import session_log
     from treadle.entrypoints.container import Container
+    from treadle.entrypoints.injector import providers
 
     container = Container()
     container.batch_options.override(providers.Object(options))

@@ -14,8 +14,9 @@ import sys
 from collections.abc import Sequence
 from typing import TextIO
 
-from treadle.adapters.plain_terminal import counted, one_line
+from treadle.adapters.plain_terminal import counted
 from treadle.domain.values.batch import OUTCOMES, Progress, TaskResult
+from treadle.domain.values.text import one_line
 
 CLEAR_LINE = "\r\x1b[K"
 

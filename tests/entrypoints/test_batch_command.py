@@ -7,7 +7,6 @@ import json
 from pathlib import Path
 
 import pytest
-from dependency_injector import providers
 
 from tests.batch_support import quick_turn_script, rows, write_tasks
 from treadle.adapters.fakes import FakeClock
@@ -17,6 +16,7 @@ from treadle.entrypoints.batch_wiring import BatchOptions
 from treadle.entrypoints.cli import main
 from treadle.entrypoints.config import ConfigError
 from treadle.entrypoints.container import Container
+from treadle.entrypoints.injector import providers
 
 
 @pytest.fixture(autouse=True)
