@@ -24,6 +24,8 @@ from treadle.ports.batch import TurnEngine
 
 STREAMS = Path(__file__).resolve().parent / "fixtures" / "streams"
 ANSWER = STREAMS / "openai-chat" / "text_with_usage.sse"
+ANSWER_TOKENS = {"input": 14, "output": 47, "cache_read": 0, "cache_write": 0, "reasoning": 0}
+"""What a turn that got ANSWER counted, by kind."""
 
 
 @contextmanager

@@ -53,6 +53,11 @@ def result_line(result: TaskResult, figures: Progress) -> str:
     )
 
 
+def tokens_in_all(result: TaskResult) -> int:
+    """Input and output: the cache kinds are parts of the input, reasoning of the output."""
+    return result.tokens.get("input", 0) + result.tokens.get("output", 0)
+
+
 def summary_lines(
     results: Sequence[TaskResult], figures: Progress, results_path: str = ""
 ) -> list[str]:
@@ -64,7 +69,7 @@ def summary_lines(
             result.outcome,
             "" if result.exit_code is None else str(result.exit_code),
             str(result.requests),
-            f"{sum(result.tokens.values()):,}",
+            f"{tokens_in_all(result):,}",
             f"{result.seconds:.1f}",
             result.worker,
             "" if result.finished else one_line(result.detail, 60),
