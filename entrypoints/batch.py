@@ -63,6 +63,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--model", help="every turn's model, unless its line names one")
     parser.add_argument("--base-url", help="the model server of every turn")
     parser.add_argument("--approval", choices=["ask", "auto", "read-only"])
+    parser.add_argument("--sandbox", choices=["workspace-write", "read-only", "off"])
     parser.add_argument("--workspace", help="the folder of lines that name none (default: here)")
     return parser
 
@@ -100,7 +101,7 @@ def prepare(args: argparse.Namespace) -> tuple[BatchOptions, BatchPlan]:
         raise ConfigError("flag --address: a Ray cluster's address needs --engine ray")
     engine = "ray" if args.address else args.engine or "local"
     flags = {"model": args.model, "base_url": args.base_url, "approval": args.approval}
-    flags["workspace"] = args.workspace
+    flags.update(workspace=args.workspace, sandbox=args.sandbox)
     app = load_config(flags=flags, environ=os.environ)
     tasks = read_tasks(Path(args.tasks))
     check_lines(tasks, Path(args.tasks), on_this_machine=not args.address)
@@ -119,6 +120,7 @@ def prepare(args: argparse.Namespace) -> tuple[BatchOptions, BatchPlan]:
         model=args.model or "",
         base_url=args.base_url or "",
         approval=args.approval or "",
+        sandbox=args.sandbox or "",
         environment=turn_settings(os.environ, sessions.parent),
     )
     try:

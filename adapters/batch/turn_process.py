@@ -66,6 +66,7 @@ def turn_command(order: TurnOrder, python: str = sys.executable) -> list[str]:
         ("--model", order.model),
         ("--base-url", order.base_url),
         ("--approval", order.approval),
+        ("--sandbox", order.sandbox),
     ):
         if value:
             argv += [flag, value]

@@ -130,6 +130,7 @@ class TurnDefaults:
     model: str = ""
     base_url: str = ""
     approval: str = ""
+    sandbox: str = ""
     environment: tuple[tuple[str, str], ...] = ()
 
 
@@ -201,6 +202,7 @@ def _order(
         model=task.model or defaults.model,
         base_url=defaults.base_url,
         approval=defaults.approval,
+        sandbox=defaults.sandbox,
         environment=defaults.environment,
         transcript=transcript_of(session),
     )

@@ -57,6 +57,7 @@ class TurnOrder:
     model: str = ""
     base_url: str = ""
     approval: str = ""
+    sandbox: str = ""
     environment: tuple[tuple[str, str], ...] = ()
     transcript: str = ""
     """Where the turn's transcript will be, as the batch sees it (a cluster node may keep

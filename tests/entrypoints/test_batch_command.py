@@ -37,7 +37,9 @@ def test_the_plan_gives_every_turn_the_batch_s_flags_and_its_state_folder(tmp_pa
         tmp_path / "tasks.jsonl",
         [{"id": "one", "task": "x", "workspace": "a"}, {"id": 2, "task": "y", "model": "demo"}],
     )
-    options, plan = plan_for(str(tasks), "--model", "script:s.json", "--approval", "read-only")
+    options, plan = plan_for(
+        str(tasks), "--model", "script:s.json", "--approval", "read-only", "--sandbox", "off"
+    )
     assert options == BatchOptions("local", 2, "", str(tmp_path / "tasks.results.jsonl"))
     one, two = plan.orders
     assert (one.workspace, one.model, one.approval) == (
@@ -45,7 +47,7 @@ def test_the_plan_gives_every_turn_the_batch_s_flags_and_its_state_folder(tmp_pa
         "script:s.json",
         "read-only",
     )
-    assert (two.id, two.workspace, two.model) == ("2", str(tmp_path), "demo")
+    assert (two.id, two.workspace, two.model, two.sandbox) == ("2", str(tmp_path), "demo", "off")
     assert ("TREADLE_STATE_DIR", str(state)) in one.environment
     assert one.transcript == str(state / "sessions" / one.session / "transcript.jsonl")
     assert one.session != two.session
