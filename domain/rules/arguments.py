@@ -58,7 +58,7 @@ def load_json(text: str, max_depth: int = MAX_DEPTH) -> Result[Any, str]:
         value = json.loads(text, parse_constant=_no_constant)
     except _NotJson as problem:
         return Failure(str(problem))
-    except json.JSONDecodeError as error:
+    except ValueError as error:  # not JSON, or a number longer than Python reads (4,300 digits)
         return Failure(str(error))
     except RecursionError:
         return Failure(f"nested deeper than {max_depth} levels")

@@ -126,3 +126,9 @@ def test_lone_surrogates_in_arguments_become_replacement_characters():
     value = load_json(raw).unwrap()
     assert value == {"command": "echo \ufffd", "\ufffdkey": ["\ufffd"]}
     assert json.dumps(value, ensure_ascii=False).encode("utf-8")  # writable at last
+
+
+def test_a_number_longer_than_python_reads_is_not_json_it_can_use() -> None:
+    from treadle.domain.rules.arguments import load_json
+
+    assert "4300" in str(load_json("1" * 4320).failure())
