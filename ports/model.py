@@ -11,11 +11,11 @@ Example::
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from returns.result import Result
 
-from treadle.domain.values.model import ModelError, ModelRequest, StreamEvent
+from treadle.domain.values.model import ModelError, ModelRequest, ServerFacts, StreamEvent
 
 
 class Model(Protocol):
@@ -27,3 +27,21 @@ class Model(Protocol):
     """
 
     def stream(self, request: ModelRequest) -> AsyncIterator[Result[StreamEvent, ModelError]]: ...
+
+
+@runtime_checkable
+class ModelServer(Protocol):
+    """What the model's server says about it: its context window, and what it cannot do.
+
+    Asked at the start of each main turn, so it must be quick: a local server answers
+    one small request (``/props``, ``/v1/models``); a hosted API is not asked at all,
+    and its window comes from a table of known models. A server that cannot be asked,
+    or says nothing, gives empty facts: the window is then learned from a refusal.
+
+    Example::
+
+        facts = await server.facts()
+        facts.window   # ContextWindow(tokens=32768, origin='llama.cpp /props n_ctx')
+    """
+
+    async def facts(self) -> ServerFacts: ...

@@ -1,6 +1,8 @@
-"""Getting one whole answer from the model: streaming, retries and continuations.
+"""Getting one whole answer from the model: streaming, retries, continuations, and a
+request that always fits the context window.
 
-The decisions are the pure functions of :mod:`retry` and :mod:`truncation`; this
+The decisions are the pure functions of :mod:`retry`, :mod:`truncation` and (through
+the :class:`~treadle.domain.loop.context.ContextKeeper`) :mod:`context_window`; this
 module only drives the Model and Clock ports with them and reports what happens.
 
 Reasoning streams to the screen apart from the answer and is kept with it, exactly
@@ -18,8 +20,10 @@ from dataclasses import dataclass, field
 
 from returns.result import Failure, Result, Success
 
+from treadle.domain.loop.context import ContextKeeper, SharedWindow
 from treadle.domain.loop.settings import TurnSettings
 from treadle.domain.loop.stop import STOPPED, StopSignal
+from treadle.domain.rules.context_window import ContextState
 from treadle.domain.rules.history import History, unique_call
 from treadle.domain.rules.retry import GiveUp, decide_retry
 from treadle.domain.rules.truncation import continue_truncated, past_its_budget
@@ -35,6 +39,8 @@ from treadle.domain.values.events import (
     TurnEvent,
 )
 from treadle.domain.values.model import (
+    CUT_STOPS,
+    ContextExceeded,
     MalformedStream,
     ModelError,
     ModelRequest,
@@ -47,12 +53,21 @@ from treadle.domain.values.model import (
     ToolSpec,
     UsageReported,
 )
-from treadle.domain.values.outcome import ModelGaveUp, Stopped, Truncated, TurnEnding
+from treadle.domain.values.outcome import (
+    ModelGaveUp,
+    OutOfContext,
+    Stopped,
+    Truncated,
+    TurnEnding,
+)
 from treadle.domain.values.text import well_formed
 from treadle.ports.clock import Clock
 from treadle.ports.model import Model
 
 log = logging.getLogger(__name__)
+
+MAX_REFUSALS = 2
+"""Refusals for length one request may meet: each one compacts and sends again at once."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,12 +82,16 @@ class Answer:
 
 @dataclass(slots=True)
 class _Reply:
-    """Where one answer stands: the text shown so far, its budget, which attempt."""
+    """Where one answer stands: the text shown so far, the budget it wants, which
+    attempt, and what refusals and cuts said about the window."""
 
     max_tokens: int
     shown: str = ""
     continuations: int = 0
     attempt: int = 1
+    refusals: int = 0
+    filled: bool = False  # the answer so far was cut by the window
+    announce: bool = False  # a continuation by the budget, to say once it fits
     reasoning: list[Reasoning] = field(default_factory=list)  # of the parts already cut
 
 
@@ -105,9 +124,23 @@ class Responder:
     requests: int = 0
     doing: str = "starting"
     on_usage: Callable[[Usage], None] = lambda usage: None
+    shared_window: SharedWindow = field(default_factory=SharedWindow)
+    context_state: ContextState | None = None
+    context: ContextKeeper = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.context = ContextKeeper(
+            self.settings.context,
+            self.settings.budget,
+            self.shared_window,
+            self.emit,
+            self.agent,
+            self.context_state,
+        )
+        self.context.summarize = self.summarize
 
     @property
-    def _system(self) -> str:
+    def system(self) -> str:
         """The system prompt, then the project's instructions: the stable head of every
         request (nothing that changes per request comes before the history)."""
         instructions = self.settings.instructions
@@ -122,92 +155,211 @@ class Responder:
         *,
         tools_allowed: bool = True,
     ) -> Answer | TurnEnding:
-        """One answer, or why the turn ends: a model failure, a truncation, a stop.
+        """One answer, or why the turn ends: a model failure, a truncation, a stop, a
+        request that cannot fit the window.
 
         Text already shown is never shown again: a failure after it ends the turn,
-        and a continuation only adds what comes next.
+        and a continuation only adds what comes next. Every request fits the window
+        as far as it is known: its budget shrinks to fit, and room is made first when
+        the conversation is near the window's end.
         """
-        reply = _Reply(max_tokens=self.settings.budget.initial)
+        system = self.system
+        reply = _Reply(max_tokens=self.context.initial_budget())
         while True:
+            fitted = await self.context.prepare(
+                history,
+                system,
+                tools,
+                stop,
+                shown=reply.shown,
+                wanted=reply.max_tokens,
+                filled=reply.filled,
+            )
+            if not isinstance(fitted, int):
+                _keep_partial(history, reply.shown, ())
+                return fitted
+            if reply.announce:
+                reply.announce = False
+                self.emit(ContinuationRequested(reply.continuations, fitted, self.agent))
             request = ModelRequest(
-                system=self._system,
+                system=system,
                 messages=history.messages,
                 tools=tools,
-                max_tokens=reply.max_tokens,
+                max_tokens=fitted,
                 continuation=reply.shown,
                 attempt=reply.attempt,
                 tools_allowed=tools_allowed,
-                thinking_budget=self.settings.budget.thinking,
+                thinking_budget=self._thinking(fitted),
             )
-            self._announce(request, history)
-            current = _Attempt()
-            sent = self.clock.now()
-            raced = await stop.race(self._stream(request, current, history.call_ids))
-            self._count(current.usage)
-            log.debug(
-                "%s request %d attempt %d ended after %.3f s: %s",
-                self.agent or "main",
-                self.requests,
-                request.attempt,
-                self.clock.now() - sent,
-                _how_it_ended(raced is STOPPED, current),
+            current, stopped = await self._exchange(
+                request, len(history), history.digest, stop, taken=history.call_ids
             )
-            if raced is STOPPED:
+            if stopped:
                 _keep_partial(history, reply.shown + current.text, current.calls)
                 return Stopped()
             if current.error is not None:
-                ending = await self._after_failure(current.error, reply, current.text, stop)
+                ending = await self._after_error(
+                    current.error, reply, current.text, stop, history, request
+                )
                 if ending is not None:
                     _keep_partial(history, reply.shown + current.text, ())
                     return ending
                 continue
             assert current.end is not None
-            self.emit(
-                ResponseReceived(
-                    self.requests,
-                    current.text,
-                    tuple(current.calls),
-                    current.usage,
-                    current.end.stop_reason,
-                    tuple(current.reasoning),
-                    self.agent,
-                )
-            )
-            if current.end.stop_reason != "max_tokens":
+            self._received(current)
+            if current.end.stop_reason not in CUT_STOPS:
                 reasoning = (*reply.reasoning, *current.reasoning)
                 return Answer(reply.shown + current.text, tuple(current.calls), reasoning)
-            # Cut by the budget: whatever calls it held may be cut too, so none runs;
-            # the model goes on from the text already shown.
+            # Cut short: whatever calls it held may be cut too, so none runs; the model
+            # goes on from the text already shown, once a continuation fits.
             reply.shown += current.text
             reply.reasoning += current.reasoning
-            truncated = self._after_cut(reply)
+            reply.filled = self.context.after_cut(
+                current.end.stop_reason, current.usage, request.max_tokens
+            )
+            truncated = self._after_cut(reply, request.max_tokens)
             if truncated is not None:
                 _keep_partial(history, reply.shown, ())
                 return truncated
 
-    def _announce(self, request: ModelRequest, history: History) -> None:
+    async def summarize(
+        self, messages: Sequence[Message], tools: Sequence[ToolSpec], stop: StopSignal, budget: int
+    ) -> str | ContextExceeded | TurnEnding:
+        """A compaction's summary: one answer to ``messages`` with no tool allowed and
+        nothing shown; the refusal, if the request is too long, for the compaction to
+        deal with. Retried as any request is (nothing was shown)."""
+        digest = History(messages).digest
+        attempt = 1
+        while True:
+            request = ModelRequest(
+                system=self.system,
+                messages=messages,
+                tools=tools,
+                max_tokens=budget,
+                attempt=attempt,
+                tools_allowed=False,
+            )
+            current, stopped = await self._exchange(
+                request, len(messages), digest, stop, quiet=True
+            )
+            if stopped:
+                return Stopped()
+            if current.error is not None:
+                error = current.error
+                self.emit(RequestFailed(self.requests, attempt, error.describe(), self.agent))
+                if isinstance(error, ContextExceeded):
+                    return error
+                retried = await self._retry(error, attempt, text_shown=False, stop=stop)
+                if not isinstance(retried, int):
+                    return retried
+                attempt = retried
+                continue
+            self._received(current)
+            return current.text
+
+    # One request ---------------------------------------------------------------------
+
+    def _thinking(self, max_tokens: int) -> int:
+        """The thinking budget a request of ``max_tokens`` may ask for: the configured
+        one, or none when the window left less output than that (a server refuses a
+        thinking budget that is not below the whole budget)."""
+        thinking = self.settings.budget.thinking
+        return thinking if max_tokens > thinking else 0
+
+    async def _exchange(
+        self,
+        request: ModelRequest,
+        count: int,
+        digest: str,
+        stop: StopSignal,
+        *,
+        quiet: bool = False,
+        taken: Set[str] = frozenset(),
+    ) -> tuple[_Attempt, bool]:
+        """Send one request and read its stream: what it produced, and whether the stop
+        came first (what it produced until then is kept)."""
         self.requests += 1
-        self.doing = f"waiting for the model (request {self.requests})"
+        self.doing = (
+            "compacting the conversation"
+            if quiet
+            else f"waiting for the model (request {self.requests})"
+        )
         self.emit(
             RequestSent(
                 self.requests,
                 request.attempt,
                 request.max_tokens,
-                len(history),
-                history.digest,
+                count,
+                digest,
                 bool(request.continuation),
                 self.agent,
             )
         )
-
-    async def _after_failure(
-        self, error: ModelError, reply: _Reply, text: str, stop: StopSignal
-    ) -> TurnEnding | None:
-        """Wait for the retry the schedule allows (None), or say why the turn ends."""
-        self.emit(RequestFailed(self.requests, reply.attempt, error.describe(), self.agent))
-        decision = decide_retry(
-            self.settings.retry, error, attempt=reply.attempt, text_shown=bool(reply.shown or text)
+        current = _Attempt()
+        sent = self.clock.now()
+        raced = await stop.race(self._stream(request, current, quiet, taken))
+        self._count(current.usage)
+        log.debug(
+            "%s request %d attempt %d ended after %.3f s: %s",
+            self.agent or "main",
+            self.requests,
+            request.attempt,
+            self.clock.now() - sent,
+            _how_it_ended(raced is STOPPED, current),
         )
+        return current, raced is STOPPED
+
+    def _received(self, current: _Attempt) -> None:
+        assert current.end is not None
+        self.emit(
+            ResponseReceived(
+                self.requests,
+                current.text,
+                tuple(current.calls),
+                current.usage,
+                current.end.stop_reason,
+                tuple(current.reasoning),
+                self.agent,
+            )
+        )
+
+    async def _after_error(
+        self,
+        error: ModelError,
+        reply: _Reply,
+        text: str,
+        stop: StopSignal,
+        history: History,
+        request: ModelRequest,
+    ) -> TurnEnding | None:
+        """What follows a failed request: a refusal for length compacts and sends again
+        at once (at most twice); a transient failure waits for its retry (None); else
+        why the turn ends."""
+        self.emit(RequestFailed(self.requests, reply.attempt, error.describe(), self.agent))
+        if isinstance(error, ContextExceeded):
+            if reply.refusals >= MAX_REFUSALS:
+                return OutOfContext(_still_refused(error, reply.refusals, self.context))
+            reply.refusals += 1
+            prompt = self.context.estimate(history, request.system, request.tools, reply.shown)
+            self.context.learn(error, prompt_estimate=prompt)
+            # A continuation refused for length: the answer so far filled the window.
+            reply.filled = reply.filled or bool(reply.shown)
+            self.doing = "making room in the context"
+            return None
+        retried = await self._retry(
+            error, reply.attempt, text_shown=bool(reply.shown or text), stop=stop
+        )
+        if not isinstance(retried, int):
+            return retried
+        reply.attempt = retried
+        return None
+
+    async def _retry(
+        self, error: ModelError, attempt: int, *, text_shown: bool, stop: StopSignal
+    ) -> int | TurnEnding:
+        """Wait for the retry the schedule allows (the next attempt), or say why the
+        turn ends."""
+        decision = decide_retry(self.settings.retry, error, attempt=attempt, text_shown=text_shown)
         if isinstance(decision, GiveUp):
             return ModelGaveUp(error)
         self.emit(
@@ -225,24 +377,24 @@ class Responder:
         )
         if await stop.race(self.clock.sleep(decision.pause)) is STOPPED:
             return Stopped()
-        reply.attempt = decision.attempt
-        return None
+        return decision.attempt
 
-    def _after_cut(self, reply: _Reply) -> Truncated | None:
+    def _after_cut(self, reply: _Reply, current: int) -> Truncated | None:
         """Grow the budget for a continuation (None), or give up: truncated."""
-        step = continue_truncated(
-            self.settings.budget, current=reply.max_tokens, done=reply.continuations
-        )
+        step = continue_truncated(self.settings.budget, current=current, done=reply.continuations)
         if isinstance(step, Truncated):
             return step
         reply.max_tokens, reply.continuations, reply.attempt = step.max_tokens, step.continuation, 1
-        self.emit(ContinuationRequested(reply.continuations, reply.max_tokens, self.agent))
+        # Said once the continuation fits; a window that filled was said so already.
+        reply.announce = not reply.filled
         return None
 
-    async def _stream(self, request: ModelRequest, attempt: _Attempt, taken: Set[str]) -> None:
+    async def _stream(
+        self, request: ModelRequest, attempt: _Attempt, quiet: bool, taken: Set[str]
+    ) -> None:
         stream = self.model.stream(request)
         try:
-            await self._consume(stream, attempt, taken, request.max_tokens)
+            await self._consume(stream, attempt, quiet, taken, request.max_tokens)
         finally:
             close = getattr(stream, "aclose", None)
             if close is not None:
@@ -252,12 +404,14 @@ class Responder:
         self,
         stream: AsyncIterator[Result[StreamEvent, ModelError]],
         attempt: _Attempt,
+        quiet: bool,
         taken: Set[str],
         max_tokens: int,
     ) -> None:
         """Take the stream's items; what the model wrote is made well-formed here, where
         it comes in, and every call gets an id of its own in the conversation. A stream
-        that goes on far past its budget is ended: it would never end by itself."""
+        that goes on far past its budget is ended: it would never end by itself. A
+        ``quiet`` stream (a compaction's summary) shows nothing."""
         async for item in stream:
             match item:
                 case Success(TextDelta(text=text)):
@@ -265,14 +419,16 @@ class Responder:
                         text = well_formed(text)
                         attempt.parts.append(text)
                         attempt.size += len(text)
-                        self.doing = "writing its answer"
-                        self.emit(AnswerDelta(text, self.agent))
+                        if not quiet:
+                            self.doing = "writing its answer"
+                            self.emit(AnswerDelta(text, self.agent))
                 case Success(ReasoningText(text=text)):
                     if text:
                         text = well_formed(text)
                         attempt.size += len(text)
-                        self.doing = "thinking"
-                        self.emit(ReasoningDelta(text, self.agent))
+                        if not quiet:
+                            self.doing = "thinking"
+                            self.emit(ReasoningDelta(text, self.agent))
                 case Success(ReasoningReady(reasoning=reasoning)):
                     attempt.reasoning.append(_kept(reasoning, position=len(attempt.calls)))
                 case Success(ToolCallReady(call=call)):
@@ -298,6 +454,15 @@ class Responder:
     def _count(self, usage: Usage) -> None:
         if usage.total:
             self.on_usage(usage)
+
+
+def _still_refused(error: ContextExceeded, refusals: int, context: ContextKeeper) -> str:
+    window = context.window
+    size = f" of {window.tokens:,} tokens ({window.origin})" if window is not None else ""
+    return (
+        f"the server still refused the request as too long for its context window{size} "
+        f"after making room {refusals} times: {error.detail or error.describe()}"
+    )
 
 
 def _kept(reasoning: Reasoning, *, position: int) -> Reasoning:

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 from treadle.domain.loop.prompt import SYSTEM_PROMPT
 from treadle.domain.rules.approval import ApprovalPolicy
+from treadle.domain.rules.context_window import ContextSettings
 from treadle.domain.rules.retry import RetrySchedule
 from treadle.domain.rules.truncation import TokenBudget
 from treadle.domain.values.prices import Prices
@@ -37,6 +38,8 @@ class TurnSettings:
     instructions: str = ""
     """The project's own instructions (AGENTS.md…), sent after the system prompt."""
     budget: TokenBudget = field(default_factory=TokenBudget)
+    context: ContextSettings = field(default_factory=ContextSettings)
+    """How the conversation is kept within the model's context window."""
     retry: RetrySchedule = field(default_factory=RetrySchedule)
     approval: ApprovalPolicy = "auto"
     allowed_prefixes: tuple[str, ...] = ()

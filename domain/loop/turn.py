@@ -15,16 +15,20 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from treadle.domain.loop.builtin_tools import AskTool, BashTool, UpdatePlanTool
+from treadle.domain.loop.context import SharedWindow
 from treadle.domain.loop.response import Answer, Responder
 from treadle.domain.loop.settings import TurnSettings
 from treadle.domain.loop.stop import STOPPED, StoppedFirst, StopSignal
 from treadle.domain.loop.subagent import AgentTool
 from treadle.domain.rules.approval import Ask, Deny, decide_approval
-from treadle.domain.rules.arguments import parse_arguments
+from treadle.domain.rules.arguments import arguments_object, parse_arguments
+from treadle.domain.rules.context_window import ContextState
 from treadle.domain.rules.history import INTERRUPTED_RESULT, History, close_unanswered
+from treadle.domain.rules.output_bound import OutputBound
 from treadle.domain.values.conversation import Message, ToolCall, Usage
 from treadle.domain.values.events import (
     MessageAdded,
+    Notice,
     ToolFinished,
     ToolStarted,
     TurnEnded,
@@ -32,6 +36,7 @@ from treadle.domain.values.events import (
     TurnStarted,
     UsageUpdated,
 )
+from treadle.domain.values.model import ServerFacts
 from treadle.domain.values.outcome import (
     Answered,
     Crashed,
@@ -42,9 +47,15 @@ from treadle.domain.values.outcome import (
     end_turn,
 )
 from treadle.domain.values.text import well_formed
-from treadle.domain.values.tools import ApprovalRequest, EndTurn, ToolOutcome, ToolResult
+from treadle.domain.values.tools import (
+    ApprovalRequest,
+    EndTurn,
+    ToolLimits,
+    ToolOutcome,
+    ToolResult,
+)
 from treadle.ports.clock import Clock
-from treadle.ports.model import Model
+from treadle.ports.model import Model, ModelServer
 from treadle.ports.process import ProcessRunner
 from treadle.ports.terminal import Terminal
 from treadle.ports.tools import PreviewsChanges, Tool, ToolContext
@@ -65,6 +76,7 @@ class TurnPorts:
     transcript: TranscriptStore | None = None
     turn_start: TurnStart | None = None
     """What happens on the host as each main turn starts (a checkpoint of the workspace)."""
+    server: ModelServer | None = None
 
 
 def core_tools() -> list[Tool]:
@@ -77,7 +89,9 @@ class Agent:
 
     ``tools`` defaults to :func:`core_tools`; the ``agent`` tool for sub-agents is
     added unless ``subagents`` is False (or a tool of that name is given). Sub-agents
-    share the ports and add their tokens to this agent's turn.
+    share the ports and the context window, manage their own conversations within it,
+    and add their tokens to this agent's turn. A resumed conversation comes with what
+    its accounting knew (``context``, folded from its transcript) and the window.
     """
 
     def __init__(
@@ -89,12 +103,16 @@ class Agent:
         name: str = "",
         history: History | None = None,
         subagents: bool = True,
+        context: ContextState | None = None,
+        window: SharedWindow | None = None,
     ) -> None:
         self.ports = ports
         self.settings = settings or TurnSettings()
         self.name = name
         self.history = history if history is not None else History()
         self.history.listener = lambda message: self.emit(MessageAdded(message, name))
+        self.window = window if window is not None else SharedWindow()
+        self._warned: set[str] = set()
         self.base_tools = list(core_tools() if tools is None else tools)
         self.tools = {tool.spec.name: tool for tool in self.base_tools}
         offered = subagents and self.settings.subagent_depth > 0
@@ -107,7 +125,14 @@ class Agent:
             )
         self._allowed = set(self.settings.allowed_prefixes)
         self.responder = Responder(
-            ports.model, ports.clock, self.settings, self.emit, name, on_usage=self.add_usage
+            ports.model,
+            ports.clock,
+            self.settings,
+            self.emit,
+            name,
+            on_usage=self.add_usage,
+            shared_window=self.window,
+            context_state=context or ContextState(messages=len(self.history)),
         )
         self.usage = Usage()
         self.requests_before_turn = 0
@@ -116,6 +141,7 @@ class Agent:
     # What the terminal and the caller see ------------------------------------
 
     def emit(self, event: TurnEvent) -> None:
+        self.responder.context.observe(event)
         self.ports.terminal.show(event)
         if self.ports.transcript is not None:
             self.ports.transcript.record(event)
@@ -130,8 +156,15 @@ class Agent:
         return self.responder.doing
 
     def _spawn(self, name: str) -> Agent:
-        """A sub-agent with this agent's ports, settings and tools."""
-        return Agent(self.ports, self.settings, self.base_tools, name=name)
+        """A sub-agent with this agent's ports, settings, tools and window."""
+        return Agent(self.ports, self.settings, self.base_tools, name=name, window=self.window)
+
+    def resume_from(self, history: History, context: ContextState) -> None:
+        """Go on from a conversation rebuilt from a transcript, and what its accounting
+        knew then (a replay does this between the turns it plays)."""
+        history.listener = self.history.listener
+        self.history = history
+        self.responder.context.restart(context)
 
     def add_usage(self, usage: Usage) -> None:
         """Tokens spent on this agent's behalf (by a sub-agent) count in its turn."""
@@ -174,6 +207,20 @@ class Agent:
         self._end(outcome, started)
         return outcome
 
+    async def _ask_the_server(self) -> None:
+        """What the server says about the model, at the start of each main turn: its
+        window (unless configured) and, once a session, what it cannot do."""
+        server = self.ports.server
+        facts = await server.facts() if server is not None else None
+        if facts is None:
+            self.responder.context.take_facts(ServerFacts())
+            return
+        self.responder.context.take_facts(facts)
+        for kind, text in facts.warnings:
+            if kind not in self._warned:
+                self._warned.add(kind)
+                self.emit(Notice(kind, text, self.name))
+
     def _end(self, outcome: TurnOutcome, started: float) -> None:
         self._turn_started = None
         elapsed = self.ports.clock.now() - started
@@ -200,6 +247,8 @@ class Agent:
         return None
 
     async def _loop(self, stop: StopSignal) -> TurnEnding:
+        if not self.name and await stop.race(self._ask_the_server()) is STOPPED:
+            return Stopped()
         specs = [tool.spec for tool in self.tools.values()]
         while True:
             answer = await self.responder.respond(self.history, specs, stop)
@@ -249,9 +298,16 @@ class Agent:
             ended = next((r.cause for r in results.values() if isinstance(r, EndTurn)), None)
             if ended is not None:
                 break
+        bound = self._limits().output_limit
         for call in answer.tool_calls:
-            self.history.append(_result_message(call, results.get(call.id)))
+            self.history.append(_result_message(call, results.get(call.id), bound))
         return ended
+
+    def _limits(self) -> ToolLimits:
+        """The tools' limits, their output bound a share of the window as well."""
+        limits = self.settings.limits
+        bound = self.responder.context.result_bytes(limits.output_limit)
+        return limits if bound == limits.output_limit else replace(limits, output_limit=bound)
 
     async def _run_batch(
         self, batch: Sequence[ToolCall], results: dict[str, ToolOutcome], stop: StopSignal
@@ -277,7 +333,13 @@ class Agent:
         parsed = parse_arguments(call.arguments, tool.spec.parameters)
         arguments = parsed.value_or(None)
         if arguments is None:
-            return self._refuse(call, f"bad arguments for {call.name}: {parsed.failure()}")
+            why = f"bad arguments for {call.name}: {parsed.failure()}"
+            if arguments_object(call.arguments) is None:
+                # The request goes back with {} in their place, which servers accept:
+                # the model still reads what it wrote, here.
+                raw = call.arguments if len(call.arguments) <= 2000 else call.arguments[:2000] + "…"
+                why += f". They are sent back as {{}}; what you wrote was: {raw}"
+            return self._refuse(call, why)
         summary = tool.describe(arguments)
         decision = decide_approval(
             self.settings.approval, tool.access, summary, allowed=self._allowed, tool=call.name
@@ -342,7 +404,7 @@ class Agent:
             session_dir=self.settings.session_dir,
             runner=self.ports.runner,
             clock=self.ports.clock,
-            limits=self.settings.limits,
+            limits=self._limits(),
             emit=self.emit,
             ask_question=self.ports.terminal.ask_question,
             until_stopped=stop.wait,
@@ -350,10 +412,23 @@ class Agent:
         )
 
 
-def _result_message(call: ToolCall, outcome: ToolOutcome | None) -> Message:
-    """The tool message for a call; one that never finished gets the interrupted result."""
+RESULT_SLACK = 2_000
+"""Bytes a result may hold beyond the output bound: the lines a tool adds around a
+bounded output (how the command ended, where the rest was saved)."""
+
+
+def _result_message(call: ToolCall, outcome: ToolOutcome | None, bound: int) -> Message:
+    """The tool message for a call; one that never finished gets the interrupted result.
+
+    A result far beyond the tools' output bound (a tool that ignores it) is cut to it,
+    head and tail, so that no single result can outgrow the window.
+    """
     match outcome:
         case ToolResult(text=text, is_error=is_error):
+            if len(text) > bound + RESULT_SLACK:
+                raw = text.encode("utf-8", "surrogatepass")
+                if len(raw) > bound + RESULT_SLACK:
+                    text = OutputBound.of(raw, bound).text("cut to fit the context window")
             return Message.tool(call.id, text, is_error=is_error)
         case EndTurn(text=text) if text:
             return Message.tool(call.id, text)

@@ -35,6 +35,28 @@ MAX_DEPTH = 64
 """How deeply a call's arguments may nest: no tool's schema needs a tenth of it."""
 
 
+def arguments_object(raw: str) -> dict[str, Any] | None:
+    """A call's arguments as the JSON object they must be, or None when they are not one
+    (not JSON as :func:`load_json` reads it, a list, a string). Empty arguments are the
+    empty object.
+
+    Every request must be valid for the server: arguments that are not an object go
+    back as ``{}`` (llama.cpp answers every later request with a 500 otherwise), and
+    the tool error the model reads quotes what it wrote.
+    """
+    if not raw.strip():
+        return {}
+    value = load_json(raw).value_or(None)
+    return value if isinstance(value, dict) else None
+
+
+def sendable_arguments(raw: str) -> str:
+    """``raw`` when it is a JSON object (sent back byte for byte), else ``"{}"``."""
+    if raw.strip() and arguments_object(raw) is not None:
+        return raw
+    return "{}"
+
+
 def parse_arguments(raw: str, schema: Mapping[str, Any]) -> Result[dict[str, Any], str]:
     """Parse the JSON text of a call's arguments and check it against ``schema``."""
     parsed = load_json(raw) if raw.strip() else Success({})

@@ -1,4 +1,9 @@
-"""The conversation of one agent: append-only, fingerprinted, always sendable."""
+"""The conversation of one agent: fingerprinted, always sendable, and what it weighs.
+
+Messages are appended as the turn goes; only the context window's rules replace some
+(a pruned tool result) or all of them (a compacted conversation). The transcript keeps
+every message ever appended, and records each replacement.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +12,7 @@ import json
 from collections.abc import Callable, Iterable, Sequence, Set
 from dataclasses import replace
 
+from treadle.domain.rules.tokens import message_tokens
 from treadle.domain.values.conversation import Message, ToolCall
 from treadle.domain.values.text import well_formed
 
@@ -14,27 +20,76 @@ INTERRUPTED_RESULT = "interrupted: the turn was stopped before this call finishe
 
 
 class History:
-    """Messages in order, with a running digest of everything appended.
+    """Messages in order, with a running digest and a running token estimate.
 
-    The digest grows with each append instead of hashing the whole history on every
-    request, so a long turn stays linear.
+    Both grow with each append instead of going over the whole history on every
+    request, so a long turn stays linear: ``tokens_since(n)`` is the estimate of the
+    messages from index ``n`` on, at the cost of one subtraction. The digest's state
+    after each message is kept too, so that replacing a few messages near the end (a
+    pruning) costs what follows them, not the whole conversation.
     """
 
     def __init__(self, messages: Iterable[Message] = ()) -> None:
         self._messages: list[Message] = []
         self._call_ids: set[str] = set()
         self._hash = hashlib.sha256()
+        self._states = [self._hash.copy()]  # _states[i]: the digest after i messages
+        self._tokens = [0]  # _tokens[i]: the estimate of the first i messages
         self.listener: Callable[[Message], None] | None = None
         """Told of every message appended from now on (the transcript keeps them)."""
         for message in messages:
             self.append(message)
 
     def append(self, message: Message) -> None:
+        self._take(message)
+        if self.listener is not None:
+            self.listener(message)
+
+    def _take(self, message: Message) -> None:
         self._messages.append(message)
         self._call_ids.update(call.id for call in message.tool_calls)
         self._hash.update(_canonical(message))
-        if self.listener is not None:
-            self.listener(message)
+        self._states.append(self._hash.copy())
+        self._tokens.append(self._tokens[-1] + message_tokens(message))
+
+    def replace(self, messages: Iterable[Message]) -> None:
+        """Send ``messages`` from now on instead (a compacted or pruned conversation).
+
+        What is unchanged at the start (the same message objects) is kept as it is.
+        The listener is not told: the caller records the replacement as one event.
+        """
+        new = list(messages)
+        same, limit = 0, min(len(new), len(self._messages))
+        while same < limit and new[same] is self._messages[same]:
+            same += 1
+        del self._messages[same:], self._states[same + 1 :], self._tokens[same + 1 :]
+        self._hash = self._states[same].copy()
+        # The calls of the messages replaced are gone: a rebuilt conversation has none.
+        self._call_ids = {call.id for message in self._messages for call in message.tool_calls}
+        for message in new[same:]:
+            self._take(message)
+
+    def put(self, positions: Sequence[int], messages: Sequence[Message]) -> None:
+        """Put ``messages`` in place of those at ``positions`` (stubs for pruned results):
+        what comes before the first of them is not gone over again."""
+        if not positions:
+            return
+        first = min(positions)
+        tail = self._messages[first:]
+        for index, message in zip(positions, messages, strict=True):
+            tail[index - first] = message
+        del self._messages[first:], self._states[first + 1 :], self._tokens[first + 1 :]
+        self._hash = self._states[first].copy()
+        for message in tail:
+            self._take(message)
+
+    def tokens_since(self, index: int) -> int:
+        """The estimated tokens of the messages from ``index`` on."""
+        return self._tokens[-1] - self._tokens[min(max(index, 0), len(self._messages))]
+
+    @property
+    def tokens(self) -> int:
+        return self._tokens[-1]
 
     @property
     def messages(self) -> Sequence[Message]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from treadle.domain.values.model import (
+    ContextExceeded,
     CredentialsRejected,
     HttpStatusError,
     MalformedStream,
@@ -56,6 +57,9 @@ def is_transient(error: ModelError) -> bool:
         case HttpStatusError(status=status):
             return status in RETRYABLE_STATUSES
         case CredentialsRejected() | MalformedStream():
+            return False
+        case ContextExceeded():
+            # The same request would be refused again: it is made to fit instead.
             return False
 
 

@@ -175,6 +175,74 @@ class SubAgentFinished:
     agent: str = ""
 
 
+# The context window (issues 10 and 16) --------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ContextWindowKnown:
+    """The window the conversation is kept within, and where the figure came from: the
+    configuration, the server (``llama.cpp /props n_ctx``…), the table of known models,
+    or a refusal. Recorded when it is first known and whenever it changes."""
+
+    window: int
+    origin: str
+    agent: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ContextPruned:
+    """Old tool results were replaced by short stubs to make room: ``results`` are the
+    stubs, ``positions`` where in the conversation each one goes (the result it replaces
+    has its ``tool_call_id``). The transcript keeps the results themselves in their
+    ``message_added`` records."""
+
+    tokens_before: int
+    tokens_after: int
+    window: int
+    positions: tuple[int, ...]
+    results: tuple[Message, ...]
+    agent: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionStarted:
+    """The conversation is being compacted; the requests that follow, up to its
+    :class:`ContextCompacted`, ask the model for a summary of its messages up to
+    ``intact_from``, where the part kept intact begins."""
+
+    tokens: int
+    window: int
+    intact_from: int
+    agent: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ContextCompacted:
+    """From now on the conversation sent is ``messages``: the task and the user's words,
+    the summary and the plan, the latest exchanges. ``summarized`` is False when the
+    summary was made from the record (the model could not write one); ``dropped``
+    counts the oldest messages the summary request had to leave out."""
+
+    tokens_before: int
+    tokens_after: int
+    window: int
+    messages: tuple[Message, ...]
+    summarized: bool = True
+    dropped: int = 0
+    agent: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class WindowFilled:
+    """An answer was cut because prompt and answer filled the context window, not by
+    its own budget: it is continued only once the continuation fits."""
+
+    window: int
+    prompt_tokens: int
+    answer_tokens: int
+    agent: str = ""
+
+
 @dataclass(frozen=True, slots=True)
 class Notice:
     """Something the person should know that is not part of the conversation: a server
@@ -215,6 +283,11 @@ TurnEvent = (
     | SubAgentStarted
     | SubAgentProgress
     | SubAgentFinished
+    | ContextWindowKnown
+    | ContextPruned
+    | CompactionStarted
+    | ContextCompacted
+    | WindowFilled
     | Notice
     | TurnEnded
 )

@@ -12,7 +12,12 @@ from typing import Any, Literal
 
 from treadle.domain.values.conversation import Message, Reasoning, ToolCall, Usage
 
-StopReason = Literal["end_turn", "tool_use", "max_tokens", "refusal", "other"]
+StopReason = Literal["end_turn", "tool_use", "max_tokens", "context_full", "refusal", "other"]
+"""``max_tokens``: the answer hit its output budget; ``context_full``: the server said
+the context window filled up while it wrote (Anthropic's ``model_context_window_exceeded``)."""
+
+CUT_STOPS: frozenset[StopReason] = frozenset({"max_tokens", "context_full"})
+"""Stops that cut an answer short: its calls may be cut too, and none of them runs."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,4 +156,62 @@ class MalformedStream:
         return self.detail
 
 
-ModelError = TransportError | HttpStatusError | CredentialsRejected | MalformedStream
+@dataclass(frozen=True, slots=True)
+class ContextExceeded:
+    """The server refused the request as too long for its context window.
+
+    Each adapter recognises its provider's refusal (OpenAI ``context_length_exceeded``,
+    Anthropic "prompt is too long", llama.cpp ``exceed_context_size_error``, vLLM's
+    "maximum context length"…). ``window`` and ``prompt_tokens`` are the figures the
+    server named, when it named them; ``output_too`` says that the prompt fits and only
+    the prompt and the output budget together do not (old vLLM, old Anthropic).
+    Not a transient failure: the loop learns the window, compacts and sends again.
+    """
+
+    detail: str = ""
+    window: int | None = None
+    prompt_tokens: int | None = None
+    output_too: bool = False
+
+    def describe(self) -> str:
+        figures = []
+        if self.window is not None:
+            figures.append(f"window {self.window}")
+        if self.prompt_tokens is not None:
+            figures.append(f"prompt {self.prompt_tokens}")
+        if self.output_too:
+            figures.append("with the output budget")
+        named = f" ({', '.join(figures)})" if figures else ""
+        return (
+            f"{CONTEXT_EXCEEDED}{named}: {self.detail}" if self.detail else CONTEXT_EXCEEDED + named
+        )
+
+
+CONTEXT_EXCEEDED = "context window exceeded"
+"""How :meth:`ContextExceeded.describe` starts, so that a recorded failure reads back."""
+
+
+ModelError = (
+    TransportError | HttpStatusError | CredentialsRejected | MalformedStream | ContextExceeded
+)
+
+
+# What the server says about the model ------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ContextWindow:
+    """How many tokens a request (prompt and answer together) may hold, and who said so:
+    the configuration, the server, the table of known models, or a refusal."""
+
+    tokens: int
+    origin: str
+
+
+@dataclass(frozen=True, slots=True)
+class ServerFacts:
+    """What a model's server says about it when asked: its window (None when it does
+    not say) and warnings as ``(kind, text)``, e.g. a template that drops the tools."""
+
+    window: ContextWindow | None = None
+    warnings: tuple[tuple[str, str], ...] = ()

@@ -18,6 +18,7 @@ import enum
 from dataclasses import dataclass
 
 from treadle.domain.values.model import (
+    ContextExceeded,
     CredentialsRejected,
     HttpStatusError,
     MalformedStream,
@@ -44,6 +45,7 @@ class FailureKind(enum.Enum):
     HTTP = "HttpError"
     MALFORMED = "MalformedStream"
     TRUNCATED = "ResponseTruncated"
+    CONTEXT = "ContextExceeded"
     INTERNAL = "InternalError"
 
 
@@ -123,6 +125,16 @@ class Truncated:
 
 
 @dataclass(frozen=True, slots=True)
+class OutOfContext:
+    """The request cannot be made to fit the model's context window: the server still
+    refused it after compacting, or what must be sent (the task, the system prompt, an
+    answer being continued) does not leave room for an answer. ``detail`` says what
+    does not fit and what to change."""
+
+    detail: str
+
+
+@dataclass(frozen=True, slots=True)
 class Crashed:
     """A bug: an exception in the loop, a tool or an adapter. ``log`` is where its
     traceback went (empty when there is no log)."""
@@ -176,6 +188,7 @@ TurnEnding = (
     Answered
     | ModelGaveUp
     | Truncated
+    | OutOfContext
     | Crashed
     | NeedsApproval
     | NeedsAnswer
@@ -196,6 +209,8 @@ def end_turn(cause: TurnEnding) -> TurnOutcome:
         case Truncated(continuations=continuations):
             detail = f"the answer still hit its token budget after {continuations} continuations"
             return TurnOutcome(OutcomeKind.FAILED, detail, FailureKind.TRUNCATED)
+        case OutOfContext(detail=detail):
+            return TurnOutcome(OutcomeKind.FAILED, detail, FailureKind.CONTEXT)
         case Crashed(error=error, log=log):
             detail = f"{error} (traceback in {log})" if log else error
             return TurnOutcome(OutcomeKind.FAILED, detail, FailureKind.INTERNAL)
@@ -221,3 +236,5 @@ def _model_failure(error: ModelError) -> TurnOutcome:
             return TurnOutcome(OutcomeKind.FAILED, error.describe(), FailureKind.HTTP)
         case MalformedStream():
             return TurnOutcome(OutcomeKind.FAILED, error.describe(), FailureKind.MALFORMED)
+        case ContextExceeded():
+            return TurnOutcome(OutcomeKind.FAILED, error.describe(), FailureKind.CONTEXT)

@@ -1,0 +1,340 @@
+"""Keeping a conversation within the model's context window: the accounting and the
+decisions, as pure functions of plain values.
+
+Before each request its size is the prompt the server counted for an earlier request
+(its ``input_tokens``, the *anchor*) plus an estimate of what was appended since
+(:mod:`tokens`). A request never asks for more output than fits: prompt + output
+budget + a small margin stays within the window, the budget shrinking down to a floor.
+Above ``compact_at`` of the window, or when not even the floor fits, room is made in
+stages (:func:`room_step`): prune old tool results, then compact, then prune even the
+recent ones; when nothing is left to do, the request cannot be sent.
+
+Example::
+
+    >>> fit_output(window=8192, prompt=7000, wanted=2048)
+    1029
+    >>> room_step("start", prompt=7000, window=8192, wanted=2048, settings=ContextSettings())
+    Prune()
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Literal
+
+from treadle.domain.values.conversation import Usage
+from treadle.domain.values.events import (
+    CompactionStarted,
+    ContextCompacted,
+    ContextPruned,
+    ContextWindowKnown,
+    MessageAdded,
+    RequestSent,
+    ResponseReceived,
+    TurnEnded,
+    TurnEvent,
+    TurnStarted,
+)
+from treadle.domain.values.model import ContextExceeded, ContextWindow, StopReason
+
+REFUSAL_ORIGIN = "the server's refusal"
+ESTIMATED_REFUSAL_ORIGIN = "the server's refusal (an upper bound: it named no figure)"
+FILLED_ORIGIN = "the server's stop (prompt and answer filled it)"
+DEFAULT_BUDGET = 8192
+MIN_BUDGET = 256
+RESULT_SHARE = 0.15
+"""The share of the window one tool result may take."""
+RESULT_BYTES_PER_TOKEN = 4
+"""Bytes of command output a token of the window stands for, when a result is bounded."""
+MIN_RESULT_BYTES = 2_000
+RESULT_CAP = 1 << 30
+"""No output limit of its own: the window's share alone bounds the result."""
+
+
+@dataclass(frozen=True, slots=True)
+class ContextSettings:
+    """How a conversation is kept within its window.
+
+    ``window`` is the configured window (None: the server's, a known model's, or one a
+    refusal names). Above ``compact_at`` of it, room is made. ``follow_window``: the
+    output budget is a quarter of the window (at most the configured budget) rather
+    than the configured budget itself. The shares are of
+    the window: the newest part of the conversation kept intact, and the older words of
+    the user kept verbatim by a compaction.
+    """
+
+    window: ContextWindow | None = None
+    compact_at: float = 0.8
+    follow_window: bool = True
+    recent_share: float = 0.25
+    user_share: float = 0.15
+
+    def __post_init__(self) -> None:
+        if not 0 < self.compact_at <= 1:
+            raise ValueError("compact_at must be above 0 and at most 1")
+        if self.window is not None and self.window.tokens < 1:
+            raise ValueError("a context window must hold at least one token")
+
+
+# Budgets -----------------------------------------------------------------------------
+
+
+def margin(window: int) -> int:
+    """Tokens left free for the estimate's error: 2 % of the window."""
+    return max(16, window // 50)
+
+
+def output_floor(window: int, wanted: int) -> int:
+    """The least output worth asking for: below it, room is made instead."""
+    return min(wanted, max(MIN_BUDGET, window // 16))
+
+
+def initial_budget(configured: int, window: int | None, *, follow_window: bool) -> int:
+    """A request's output budget: a quarter of the window, at most the configured one
+    (an 8k window keeps 6k for the prompt); the configured one when the window is not
+    known or the budget was set on purpose."""
+    if window is None or not follow_window:
+        return configured
+    return max(min(MIN_BUDGET, configured), min(configured, window // 4))
+
+
+def most_messages(window: int) -> int:
+    """How many messages a conversation may gain since its last compaction: building a
+    request costs about the same per message whatever its size, so hundreds of small
+    stubs cost what a window of text does (64 at least; 256 on a 32k window)."""
+    return max(64, window // 128)
+
+
+def fit_output(*, window: int, prompt: int, wanted: int) -> int | None:
+    """The output budget that fits beside ``prompt``: ``wanted``, or less down to the
+    floor; None when not even the floor fits."""
+    room = window - margin(window) - prompt
+    if room >= output_floor(window, wanted):
+        return min(wanted, room)
+    return None
+
+
+def summary_budget(window: int, configured: int) -> int:
+    """What a compaction's summary may take: a tenth of the window, 256 to 4,096."""
+    return min(configured, max(MIN_BUDGET, min(4096, window // 10)))
+
+
+def result_bytes(window: int | None, output_limit: int) -> int:
+    """The most one tool result may hold, in bytes: ``output_limit``, and a share of
+    the window (a 30 kB output is a fifth of a 16k window; here it gets 9.8 kB)."""
+    if window is None:
+        return output_limit
+    share = int(window * RESULT_SHARE * RESULT_BYTES_PER_TOKEN)
+    return min(output_limit, max(MIN_RESULT_BYTES, share))
+
+
+# Making room -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Send:
+    """The request fits with this output budget."""
+
+    max_tokens: int
+
+
+@dataclass(frozen=True, slots=True)
+class Prune:
+    """Replace old tool results by stubs."""
+
+
+@dataclass(frozen=True, slots=True)
+class Compact:
+    """Summarise the conversation into a compacted one."""
+
+
+@dataclass(frozen=True, slots=True)
+class PruneAll:
+    """Replace every tool result but the newest by a stub, recent ones too."""
+
+
+@dataclass(frozen=True, slots=True)
+class NoRoom:
+    """Nothing more can be done: what must be sent leaves no room for an answer."""
+
+
+RoomStage = Literal["start", "pruned", "compacted", "pruned all"]
+RoomStep = Send | Prune | Compact | PruneAll | NoRoom
+
+
+def room_step(
+    stage: RoomStage,
+    *,
+    prompt: int,
+    window: int,
+    wanted: int,
+    settings: ContextSettings,
+    compacted_at: int | None = None,
+    gained: int = 0,
+) -> RoomStep:
+    """What to do next, at ``stage`` of making room, for a prompt of ``prompt`` tokens.
+
+    A conversation compacted recently (``compacted_at``: its size then) is not
+    compacted again for being above the threshold only, until it has grown by a tenth
+    of the window: otherwise a conversation whose kept part alone is above it would be
+    compacted at every request. One that ``gained`` more messages since its last
+    compaction than :func:`most_messages` is compacted even below the threshold.
+    """
+    budget = fit_output(window=window, prompt=prompt, wanted=wanted)
+    above = prompt > settings.compact_at * window
+    crowded = gained > most_messages(window)
+    match stage:
+        case "start":
+            return Send(budget) if budget is not None and not above and not crowded else Prune()
+        case "pruned":
+            recently = compacted_at is not None and prompt - compacted_at < window // 10
+            if budget is not None and (not above or recently) and not crowded:
+                return Send(budget)
+            return Compact()
+        case "compacted":
+            return Send(budget) if budget is not None else PruneAll()
+        case "pruned all":
+            return Send(budget) if budget is not None else NoRoom()
+
+
+def filled_window(stop: StopReason, usage: Usage, *, max_tokens: int, window: int | None) -> bool:
+    """Whether an answer was cut because prompt and answer filled the window, rather
+    than by its own budget: the server says so, or the answer stopped short of its
+    budget with prompt + answer at the window (llama.cpp, vLLM's clamped budget)."""
+    if stop == "context_full":
+        return True
+    if stop != "max_tokens" or window is None or usage.output_tokens >= max_tokens:
+        return False
+    return usage.total > 0 and usage.total >= window - margin(window)
+
+
+# Learning the window ------------------------------------------------------------------
+
+
+def learned_window(
+    refusal: ContextExceeded, current: ContextWindow | None, *, prompt_estimate: int
+) -> ContextWindow | None:
+    """The window a refusal teaches, or None when it teaches nothing new.
+
+    The figure the server named; else an upper bound: nine tenths of the refused
+    prompt (as the server counted it, or as estimated), if that is below what was
+    believed. A refusal of the output budget alone (the prompt fits) names the window
+    or teaches nothing.
+    """
+    if refusal.window is not None:
+        figure, origin = refusal.window, REFUSAL_ORIGIN
+    elif refusal.output_too:
+        return None
+    else:
+        refused = refusal.prompt_tokens if refusal.prompt_tokens is not None else prompt_estimate
+        figure, origin = refused * 9 // 10, ESTIMATED_REFUSAL_ORIGIN
+        if figure < 1 or (current is not None and current.tokens <= figure):
+            return None
+    if current is not None and current.tokens == figure:
+        return None
+    return ContextWindow(figure, origin)
+
+
+def refused_prompt(refusal: ContextExceeded) -> int | None:
+    """What the server counted of a prompt it refused: the figure it named, else (a
+    refusal of the prompt itself) at least its window; None when it says nothing."""
+    if refusal.prompt_tokens is not None:
+        return refusal.prompt_tokens
+    if refusal.window is not None and not refusal.output_too:
+        return refusal.window
+    return None
+
+
+def filled_window_learned(usage: Usage, current: ContextWindow | None) -> ContextWindow | None:
+    """The window a ``context_full`` stop shows when none was known: prompt + answer."""
+    if current is not None or usage.total <= 0:
+        return None
+    return ContextWindow(usage.total, FILLED_ORIGIN)
+
+
+def is_learned(window: ContextWindow | None) -> bool:
+    return window is not None and window.origin in (
+        REFUSAL_ORIGIN,
+        ESTIMATED_REFUSAL_ORIGIN,
+        FILLED_ORIGIN,
+    )
+
+
+def merge_window(
+    current: ContextWindow | None,
+    found: ContextWindow | None,
+    configured: ContextWindow | None = None,
+) -> ContextWindow | None:
+    """The window to keep to once the server was asked: the configured one, else what
+    the server (or the table) says, else what was known. A window learned from the
+    server's own refusal or stop wins over a larger figure from anywhere: it is what the
+    server does, not what it says."""
+    chosen = configured or found or current
+    if current is not None and chosen is not None and is_learned(current):
+        return current if current.tokens < chosen.tokens else chosen
+    return chosen
+
+
+# The state, folded from the events -----------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Anchor:
+    """The first ``messages`` messages, with the system prompt and the tools, came to
+    ``tokens`` as the server counted them (or as a pruning left them)."""
+
+    messages: int
+    tokens: int
+
+
+@dataclass(frozen=True, slots=True)
+class ContextState:
+    """What an agent's accounting knows, folded from its own events (:func:`fold`), so
+    that a resumed or replayed session knows exactly what the live one knew."""
+
+    anchor: Anchor | None = None
+    compacted_at: int | None = None
+    messages: int = 0
+    compacted_messages: int = 0  # how many the last compaction left
+    pending: int | None = None  # message count of the request whose usage may anchor
+    compacting: bool = False
+
+
+def fold(state: ContextState, event: TurnEvent) -> ContextState:
+    """``state`` after one of the agent's own events."""
+    match event:
+        case MessageAdded():
+            return replace(state, messages=state.messages + 1)
+        case RequestSent(message_count=count, continuation=continuation):
+            # A continuation's prompt holds the answer so far, a summary request a
+            # different list: neither counts the conversation as it stands.
+            pending = None if continuation or state.compacting else count
+            return replace(state, pending=pending)
+        case ResponseReceived(usage=usage):
+            if state.pending is None or usage.input_tokens <= 0:
+                return replace(state, pending=None)
+            return replace(state, anchor=Anchor(state.pending, usage.input_tokens), pending=None)
+        case ContextPruned(tokens_after=tokens):
+            return replace(state, anchor=Anchor(state.messages, tokens))
+        case CompactionStarted():
+            return replace(state, compacting=True)
+        case ContextCompacted(messages=messages, tokens_after=tokens):
+            return replace(
+                state,
+                anchor=None,
+                compacted_at=tokens,
+                messages=len(messages),
+                compacted_messages=len(messages),
+                compacting=False,
+            )
+        case TurnStarted() | TurnEnded():
+            return replace(state, compacting=False, pending=None)
+    return state
+
+
+def window_of(events: list[TurnEvent] | tuple[TurnEvent, ...]) -> ContextWindow | None:
+    """The last window recorded by any agent of a session (sub-agents share it)."""
+    for event in reversed(events):
+        if isinstance(event, ContextWindowKnown):
+            return ContextWindow(event.window, event.origin)
+    return None

@@ -1,0 +1,58 @@
+"""A cheap estimate of how many tokens text takes, for the context window's accounting.
+
+The estimate is UTF-8 bytes divided by 3.5, rounded up: English prose runs at about
+4 to 4.5 bytes a token and code at about 3 to 3.5, so the estimate errs on the high
+side for prose and is close for code and logs; a CJK character (3 bytes) counts about
+one token, as it does in real tokenizers. It is only ever used for what was appended
+since the server last counted a prompt (see :mod:`context_window`), so its error does
+not build up over a long turn.
+
+Example::
+
+    >>> estimate_tokens("Exit code 0.")
+    4
+    >>> message_tokens(Message.user("hi"))
+    5
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+
+from treadle.domain.values.conversation import Message
+from treadle.domain.values.model import ToolSpec
+
+BYTES_PER_TOKEN = 3.5
+MESSAGE_OVERHEAD = 4
+"""Tokens a message costs beyond its text: its role and the template's separators."""
+
+
+def estimate_tokens(text: str) -> int:
+    """Tokens ``text`` takes, estimated from its UTF-8 length."""
+    if not text:
+        return 0
+    size = len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
+    return -(-size * 2 // 7)  # ceil(size / 3.5) in integers
+
+
+def message_tokens(message: Message) -> int:
+    """Tokens one message takes in a request: its text, its calls, their arguments."""
+    tokens = MESSAGE_OVERHEAD + estimate_tokens(message.text_for_model)
+    for call in message.tool_calls:
+        tokens += MESSAGE_OVERHEAD + estimate_tokens(call.name) + estimate_tokens(call.arguments)
+    return tokens
+
+
+def messages_tokens(messages: Sequence[Message]) -> int:
+    return sum(message_tokens(message) for message in messages)
+
+
+def fixed_tokens(system: str, tools: Sequence[ToolSpec]) -> int:
+    """What every request carries before the conversation: the system prompt (with the
+    project's instructions) and the tools' descriptions and schemas."""
+    tokens = MESSAGE_OVERHEAD + estimate_tokens(system)
+    for spec in tools:
+        schema = json.dumps(dict(spec.parameters), separators=(",", ":"))
+        tokens += MESSAGE_OVERHEAD + estimate_tokens(spec.name + spec.description + schema)
+    return tokens
