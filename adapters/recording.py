@@ -1,10 +1,13 @@
 """A transcript read for replay: conversations, their exchanges, and the tool calls.
 
 Each conversation is one agent run (the main agent's, or one sub-agent call) and
-holds its recorded messages and exchanges: the request sent, the answer text as it
-streamed, and how it ended. A recorded failure keeps only its text; its kind is read
-back from what followed: ``HTTP 503: …`` is that status, a failure followed by a retry
-was a transient transport error, and one that ended the turn maps to the outcome.
+holds its recorded messages and exchanges: the request sent (with the conversation it
+carried: compactions and prunings replace the messages as they did in the session),
+the answer text as it streamed, and how it ended. A recorded failure keeps only its
+text; its kind is read back from what followed: ``HTTP 503: …`` is that status,
+``context window exceeded (window 2048, …)`` a refusal for length with its figures, a
+failure followed by a retry was a transient transport error, and one that ended the
+turn maps to the outcome.
 
 Example::
 
@@ -20,10 +23,17 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from treadle.domain.rules.compaction import summary_request_of
+from treadle.domain.rules.pruning import with_stubs
 from treadle.domain.values.conversation import Message, ToolCall
 from treadle.domain.values.events import (
     AnswerDelta,
+    CompactionStarted,
+    ContextCompacted,
+    ContextPruned,
+    ContextWindowKnown,
     MessageAdded,
+    Notice,
     ReasoningDelta,
     RequestFailed,
     RequestSent,
@@ -38,16 +48,23 @@ from treadle.domain.values.events import (
     TurnStarted,
 )
 from treadle.domain.values.model import (
+    CONTEXT_EXCEEDED,
+    CUT_STOPS,
+    ContextExceeded,
+    ContextWindow,
     CredentialsRejected,
     HttpStatusError,
     MalformedStream,
     ModelError,
+    ServerFacts,
     TransportError,
 )
 from treadle.domain.values.outcome import FailureKind, OutcomeKind, TurnOutcome
 
 DEADLINE = "deadline"
 _HTTP = re.compile(r"HTTP (\d{3})(?:: (.*))?\Z", re.DOTALL)
+_CONTEXT = re.compile(re.escape(CONTEXT_EXCEEDED) + r"(?: \(([^)]*)\))?(?:: (.*))?\Z", re.DOTALL)
+_FIGURE = re.compile(r"(window|prompt) (\d+)")
 OUTCOMES = {kind.value for kind in OutcomeKind}
 
 
@@ -56,6 +73,16 @@ def recorded_failure(text: str, *, retried: bool, outcome: TurnOutcome | None) -
     status = _HTTP.match(text)
     if status:
         return HttpStatusError(int(status.group(1)), status.group(2) or "")
+    refusal = _CONTEXT.match(text)
+    if refusal:
+        named = refusal.group(1) or ""
+        figures = {name: int(value) for name, value in _FIGURE.findall(named)}
+        return ContextExceeded(
+            refusal.group(2) or "",
+            window=figures.get("window"),
+            prompt_tokens=figures.get("prompt"),
+            output_too="with the output budget" in named,
+        )
     if retried:
         return TransportError("connection_reset", text)
     if outcome is not None and outcome.kind is OutcomeKind.BLOCKED:
@@ -67,14 +94,30 @@ def recorded_failure(text: str, *, retried: bool, outcome: TurnOutcome | None) -
 
 @dataclass(slots=True)
 class Exchange:
-    """One recorded request and how it was answered (``ending`` None: it never was)."""
+    """One recorded request and how it was answered (``ending`` None: it never was).
+
+    ``history`` is the conversation as it stood when the request went (its first
+    ``length`` messages); ``summary_end`` marks the request of a compaction (None for
+    others), which carried that conversation up to there and the request for a summary.
+    """
 
     sent: RequestSent
     turn: int
+    history: list[Message] = field(default_factory=list)
+    length: int = 0
+    summary_end: int | None = None
     deltas: list[str] = field(default_factory=list)
     thoughts: list[str] = field(default_factory=list)  # its reasoning, as it streamed
     ending: ResponseReceived | RequestFailed | None = None
     retried: bool = False
+
+    @property
+    def messages(self) -> list[Message]:
+        """The messages the recorded request carried."""
+        history = self.history[: self.length]
+        if self.summary_end is not None:
+            return summary_request_of(history, self.sent.message_count, self.summary_end)
+        return history[: self.sent.message_count]
 
 
 @dataclass(slots=True)
@@ -95,6 +138,7 @@ class RecordedTurn:
     task: str
     start: int  # index of its TurnStarted in the events
     outcome: TurnOutcome | None = None
+    facts: ServerFacts | None = None  # what the server said before its first request
 
     @property
     def stopped(self) -> bool:
@@ -136,6 +180,7 @@ class Recording:
     def _read(self) -> None:
         active = {"": self.main}
         calls: dict[tuple[str, str], RecordedCall] = {}
+        compacting: dict[str, int] = {}  # agent -> where its compaction's intact part begins
         for index, event in enumerate(self.events):
             conversation = active.get(event.agent)
             if conversation is None:
@@ -150,10 +195,33 @@ class Recording:
                     active[name].ending = ending
                 case TurnStarted(task=task) if conversation is self.main:
                     self.turns.append(RecordedTurn(task, index))
+                    compacting.pop("", None)
                 case TurnEnded(outcome=outcome):
+                    compacting.pop(event.agent, None)  # a compaction a stop cut short
                     if conversation is self.main and self.turns:
                         self.turns[-1].outcome = outcome
                     conversation.outcome = outcome
+                case ContextWindowKnown(window=tokens, origin=origin) if (
+                    conversation is self.main and self._before_first_request()
+                ):
+                    facts = self.turns[-1].facts or ServerFacts()
+                    self.turns[-1].facts = ServerFacts(
+                        ContextWindow(tokens, origin), facts.warnings
+                    )
+                case Notice(kind=kind, text=text) if (
+                    conversation is self.main and self._before_first_request()
+                ):
+                    facts = self.turns[-1].facts or ServerFacts()
+                    self.turns[-1].facts = ServerFacts(
+                        facts.window, (*facts.warnings, (kind, text))
+                    )
+                case CompactionStarted(intact_from=intact_from):
+                    compacting[event.agent] = intact_from
+                case ContextCompacted(messages=messages):
+                    conversation.messages = list(messages)
+                    compacting.pop(event.agent, None)
+                case ContextPruned(positions=positions, results=stubs):
+                    conversation.messages = with_stubs(conversation.messages, positions, stubs)
                 case MessageAdded(message=message):
                     conversation.messages.append(message)
                     if message.role == "user" and not conversation.task:
@@ -162,14 +230,22 @@ class Recording:
                     if message.role == "tool" and recorded is not None:
                         recorded.result = message
                 case RequestSent():
-                    conversation.exchanges.append(Exchange(event, turn))
+                    conversation.exchanges.append(
+                        Exchange(
+                            event,
+                            turn,
+                            conversation.messages,
+                            len(conversation.messages),
+                            compacting.get(event.agent),
+                        )
+                    )
                 case AnswerDelta(text=text) if exchange is not None:
                     exchange.deltas.append(text)
                 case ReasoningDelta(text=text) if exchange is not None:
                     exchange.thoughts.append(text)
                 case ResponseReceived(tool_calls=tool_calls) if exchange is not None:
                     exchange.ending = event
-                    if event.stop_reason != "max_tokens":
+                    if event.stop_reason not in CUT_STOPS:
                         for call in tool_calls:
                             calls[event.agent, call.id] = RecordedCall(call, conversation, turn)
                             self.calls.append(calls[event.agent, call.id])
@@ -181,6 +257,14 @@ class Recording:
                     calls[event.agent, call.id].started = True
                 case ToolFinished(call=call, status=status) if (event.agent, call.id) in calls:
                     calls[event.agent, call.id].status = status
+
+    def _before_first_request(self) -> bool:
+        """Whether the main turn being read has made no request yet (what the server
+        said at its start comes before)."""
+        if not self.turns:
+            return False
+        exchanges = self.main.exchanges
+        return not exchanges or exchanges[-1].turn != len(self.turns) - 1
 
     def failure(self, conversation: Conversation, exchange: Exchange) -> ModelError:
         assert isinstance(exchange.ending, RequestFailed)

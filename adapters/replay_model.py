@@ -46,6 +46,7 @@ from treadle.domain.values.model import (
     ModelRequest,
     ReasoningReady,
     ReasoningText,
+    ServerFacts,
     StreamEnd,
     StreamEvent,
     TextDelta,
@@ -118,6 +119,13 @@ class ReplayModel:
         turns = self.recording.turns
         turn = len(turns) - 1 if self.turn is None else self.turn
         return 0 <= turn < len(turns) and turns[turn].stopped
+
+    async def facts(self) -> ServerFacts:
+        """The ModelServer port: what the server said at the start of the recorded turn."""
+        turns = self.recording.turns
+        if self.turn is None or not 0 <= self.turn < len(turns):
+            return ServerFacts()
+        return turns[self.turn].facts or ServerFacts()
 
     def leftover(self) -> Divergence | None:
         """A recorded request the replay never made, once it is over."""
@@ -192,15 +200,14 @@ class ReplayModel:
     ) -> str:
         sent = exchange.sent
         count = len(request.messages)
+        recorded = exchange.messages
         if count != sent.message_count:
             return (
                 f"it carries {count} messages, the recorded request {sent.message_count}"
-                + self._first_difference(
-                    request.messages, conversation, min(count, sent.message_count)
-                )
+                + self._first_difference(request.messages, recorded, min(count, len(recorded)))
             )
         if History(request.messages).digest != sent.digest:
-            problem = self._digest_problem(request.messages, conversation, count)
+            problem = self._digest_problem(request.messages, recorded, count)
             if problem:
                 return problem
         if request.max_tokens != sent.max_tokens:
@@ -212,17 +219,17 @@ class ReplayModel:
         return ""
 
     def _digest_problem(
-        self, messages: Sequence[Message], conversation: Conversation, count: int
+        self, messages: Sequence[Message], recorded: Sequence[Message], count: int
     ) -> str:
         """Why messages that hash differently from the recorded request are not the same.
 
         Equal once normalized (timings of real commands) is the same; equal as they
         are is the same only where redaction explains the recorded digest.
         """
-        recorded = conversation.messages[:count]
+        recorded = recorded[:count]
         if len(recorded) < count:
             return "its messages differ from the recorded ones (digest)"
-        difference = self._first_difference(messages, conversation, count)
+        difference = self._first_difference(messages, recorded, count)
         if difference:
             return "its messages differ from the recorded ones" + difference
         if list(messages) == recorded and not any(_redacted(m) for m in recorded):
@@ -230,9 +237,8 @@ class ReplayModel:
         return ""
 
     def _first_difference(
-        self, messages: Sequence[Message], conversation: Conversation, count: int
+        self, messages: Sequence[Message], recorded: Sequence[Message], count: int
     ) -> str:
-        recorded = conversation.messages
         for index in range(min(count, len(recorded))):
             now, then = self.normalize(messages[index]), self.normalize(recorded[index])
             if now != then and replace(now, reasoning=then.reasoning) == then:

@@ -32,8 +32,9 @@ from datetime import datetime
 from pathlib import Path
 
 from treadle.adapters.jsonl_transcript import JsonlTranscript, read_transcript
+from treadle.domain.rules.context_window import ContextState, window_of
 from treadle.domain.rules.history import History
-from treadle.domain.rules.resume import rebuild_history, repaired_messages
+from treadle.domain.rules.resume import rebuild_context, rebuild_history, repaired_messages
 from treadle.domain.values.conversation import Usage
 from treadle.domain.values.events import (
     MessageAdded,
@@ -42,6 +43,7 @@ from treadle.domain.values.events import (
     TurnStarted,
     UsageUpdated,
 )
+from treadle.domain.values.model import ContextWindow
 
 TRANSCRIPT = "transcript.jsonl"
 META = "meta.json"
@@ -384,6 +386,7 @@ class SessionLog:
         self._on_problem = on_problem
         self.problem: str | None = None
         self.meta = read_meta(self.folder)
+        self._recorded: list[TurnEvent] = []
 
     def record(self, event: TurnEvent) -> None:
         if self.problem is not None:
@@ -430,10 +433,15 @@ class SessionLog:
         path = self.transcript.path
         if not path.is_file() or path.stat().st_size == 0:
             return None
-        events = list(read_transcript(path))
+        events = self._recorded = list(read_transcript(path))
         for message in repaired_messages(events):
             self.transcript.record(MessageAdded(message))
         return rebuild_history(events)
+
+    def context_so_far(self, history: History) -> tuple[ContextState, ContextWindow | None]:
+        """What the accounting of the conversation :meth:`conversation_so_far` rebuilt
+        knew, and the window the session last kept to."""
+        return rebuild_context(self._recorded, history), window_of(self._recorded)
 
     def _save(self, **changes: object) -> None:
         self.meta = dataclasses.replace(self.meta, updated=now_text(), **changes)  # type: ignore[arg-type]

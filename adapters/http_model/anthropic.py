@@ -15,13 +15,15 @@ Example::
 
 from __future__ import annotations
 
-import json
+from dataclasses import replace
 from typing import Any
 
 from treadle.adapters.http_model.anthropic_reader import AnthropicReader
 from treadle.adapters.http_model.assistant_parts import assistant_parts
 from treadle.adapters.http_model.endpoint import HttpModel, ModelOptions
 from treadle.adapters.http_model.exchange import EventReader
+from treadle.adapters.http_model.server_facts import ProbeTarget
+from treadle.domain.rules.arguments import arguments_object
 from treadle.domain.values.conversation import Message, Reasoning
 from treadle.domain.values.model import ModelRequest, ToolSpec
 
@@ -44,12 +46,20 @@ class AnthropicModel(HttpModel):
         # (as OpenAI-compatible ones are) would otherwise ask for /v1/v1/messages.
         return base_url.removesuffix("/v1")
 
-    def protocol(
-        self, request: ModelRequest, key: str | None
-    ) -> tuple[str, dict[str, str], dict[str, Any], EventReader]:
+    def key_headers(self, key: str | None) -> dict[str, str]:
         headers = {"anthropic-version": ANTHROPIC_VERSION}
         if key is not None:
             headers["x-api-key"] = key
+        return headers
+
+    def probe_target(self) -> ProbeTarget:
+        # The base URL holds no /v1 here: the list of models is under /v1, as Messages is.
+        return replace(super().probe_target(), models_url=f"{self.base_url}/v1/models")
+
+    def protocol(
+        self, request: ModelRequest, key: str | None
+    ) -> tuple[str, dict[str, str], dict[str, Any], EventReader]:
+        headers = self.key_headers(key)
         if _thinks(request, self.options):
             reader = AnthropicReader()  # a continuation is asked for, not prefilled
         else:
@@ -203,11 +213,7 @@ def _thinking_block(reasoning: Reasoning) -> dict[str, Any] | None:
 def _input(arguments: str) -> dict[str, Any]:
     # The API takes an object. Arguments that were not one were answered with a tool
     # error; sending {} keeps the conversation valid, and that error explains the rest.
-    try:
-        value = json.loads(arguments)
-    except ValueError:
-        return {}
-    return value if isinstance(value, dict) else {}
+    return arguments_object(arguments) or {}
 
 
 def _tool(spec: ToolSpec) -> dict[str, Any]:

@@ -38,6 +38,7 @@ from treadle.adapters.http_model.payload import (
 from treadle.adapters.http_model.sse import SseEvent
 from treadle.domain.values.conversation import Reasoning, ToolCall, Usage
 from treadle.domain.values.model import (
+    CUT_STOPS,
     MalformedStream,
     ReasoningReady,
     ReasoningText,
@@ -53,6 +54,7 @@ STOP_REASONS: dict[str, StopReason] = {
     "stop_sequence": "end_turn",
     "tool_use": "tool_use",
     "max_tokens": "max_tokens",
+    "model_context_window_exceeded": "context_full",
     "refusal": "refusal",
 }
 # Anthropic's input_tokens leaves out what was read from or written to the cache;
@@ -238,7 +240,7 @@ class AnthropicReader:
         if self._stop is None:
             raise _Malformed("message_stop without a stop reason (no message_delta)")
         still_open = [i for i, block in enumerate(self._blocks) if block.open]
-        if still_open and self._stop != "max_tokens":
+        if still_open and STOP_REASONS.get(self._stop) not in CUT_STOPS:
             raise _Malformed(f"message_stop while block {still_open[0]} is still open")
         usage = Usage(
             sum(self._input.values()),

@@ -12,8 +12,15 @@ import httpx
 from returns.result import Result
 
 from treadle.adapters.http_model.exchange import EventReader, HttpRequest, exchange, failing
+from treadle.adapters.http_model.server_facts import ProbeTarget, server_facts
 from treadle.adapters.http_model.transport import Connection, StreamLimits, checked_base_url
-from treadle.domain.values.model import CredentialsRejected, ModelError, ModelRequest, StreamEvent
+from treadle.domain.values.model import (
+    CredentialsRejected,
+    ModelError,
+    ModelRequest,
+    ServerFacts,
+    StreamEvent,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,6 +83,29 @@ class HttpModel:
 
     def normalized_base_url(self, base_url: str) -> str:
         return base_url
+
+    async def facts(self) -> ServerFacts:
+        """The ModelServer port: what the server says of its window (a hosted API is not
+        asked; the table of known models answers for it)."""
+        return await server_facts(
+            self.probe_target(),
+            hosted=self.hosted,
+            connect_timeout=self._connection.connect_timeout,
+        )
+
+    def probe_target(self) -> ProbeTarget:
+        """Where the server is asked about the model, with the protocol's key headers."""
+        base = self.base_url
+        return ProbeTarget(
+            root=base.removesuffix("/v1"),
+            models_url=f"{base}/models",
+            model=self.model,
+            headers=self.key_headers(self._key),
+        )
+
+    def key_headers(self, key: str | None) -> dict[str, str]:
+        """The headers that carry ``key`` (none without one)."""
+        raise NotImplementedError
 
     def stream(self, request: ModelRequest) -> AsyncIterator[Result[StreamEvent, ModelError]]:
         if self._key is None and self.hosted:

@@ -23,6 +23,7 @@ from typing import Any
 from treadle.adapters.http_model.endpoint import HttpModel, ModelOptions
 from treadle.adapters.http_model.exchange import EventReader
 from treadle.adapters.http_model.openai_chat_reader import OpenAIChatReader
+from treadle.domain.rules.arguments import sendable_arguments
 from treadle.domain.values.conversation import Message
 from treadle.domain.values.model import ModelRequest, ToolSpec
 
@@ -36,10 +37,13 @@ class OpenAIChatModel(HttpModel):
     HOSTED_URL = OPENAI_BASE_URL
     KEY_ENV = "OPENAI_API_KEY"
 
+    def key_headers(self, key: str | None) -> dict[str, str]:
+        return {"authorization": f"Bearer {key}"} if key is not None else {}
+
     def protocol(
         self, request: ModelRequest, key: str | None
     ) -> tuple[str, dict[str, str], dict[str, Any], EventReader]:
-        headers = {"authorization": f"Bearer {key}"} if key is not None else {}
+        headers = self.key_headers(key)
         body = chat_request_body(
             request, model=self.model, hosted=self.hosted, options=self.options
         )
@@ -100,11 +104,17 @@ def _message(message: Message, echo: bool) -> dict[str, Any]:
             entry: dict[str, Any] = {"role": "assistant", "content": text}
             if message.tool_calls:
                 entry["content"] = text or None
+                # Arguments that are not a JSON object go back as {}: llama.cpp (and
+                # Ollama) refuse any request that holds them. The transcript keeps them
+                # as written, and the call's tool error quotes them to the model.
                 entry["tool_calls"] = [
                     {
                         "id": call.id,
                         "type": "function",
-                        "function": {"name": call.name, "arguments": call.arguments},
+                        "function": {
+                            "name": call.name,
+                            "arguments": sendable_arguments(call.arguments),
+                        },
                     }
                     for call in message.tool_calls
                 ]

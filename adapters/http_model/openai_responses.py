@@ -24,6 +24,7 @@ from treadle.adapters.http_model.endpoint import HttpModel, ModelOptions
 from treadle.adapters.http_model.exchange import EventReader
 from treadle.adapters.http_model.openai_chat import CONTINUE_PROMPT, OPENAI_BASE_URL
 from treadle.adapters.http_model.openai_responses_reader import OpenAIResponsesReader
+from treadle.domain.rules.arguments import sendable_arguments
 from treadle.domain.values.conversation import Message, Reasoning
 from treadle.domain.values.model import ModelRequest, ToolSpec
 
@@ -117,7 +118,8 @@ def _items(message: Message) -> list[dict[str, Any]]:
                     "type": "function_call",
                     "call_id": call.id,
                     "name": call.name,
-                    "arguments": call.arguments,
+                    # Arguments that are not a JSON object go back as {}, as on Chat.
+                    "arguments": sendable_arguments(call.arguments),
                 },
             )
 

@@ -9,6 +9,7 @@ from typing import Any
 
 from returns.result import Failure, Result
 
+from treadle.adapters.context_refusals import context_refusal
 from treadle.adapters.http_model.sse import SseEvent
 from treadle.domain.values.model import HttpStatusError, MalformedStream, ModelError, StreamEvent
 
@@ -70,14 +71,30 @@ def count(value: Any) -> int:
 
 
 def server_error(error: Any) -> Result[StreamEvent, ModelError]:
-    """An error the server sent inside the stream, as a failure the retry rules know."""
+    """An error the server sent inside the stream, as a failure the retry rules know.
+
+    A ``code`` that is a status (``500``, or ``"500"`` as LiteLLM sends it) is that
+    status; a refusal for length is :class:`ContextExceeded`.
+    """
+    refusal = context_refusal(error)
+    if refusal is not None:
+        return Failure(refusal)
     fields = obj(error)
-    kind = text(fields.get("type")) or text(fields.get("code"))
+    status = _status(fields.get("code"))
+    kind = text(fields.get("type")) or ("" if status else text(fields.get("code")))
     message = text(fields.get("message")) or text(error) or "no message"
-    status = fields.get("code")
-    if isinstance(status, int) and 400 <= status <= 599:
+    if status:
         return Failure(HttpStatusError(status, f"{kind}: {message}" if kind else message))
     if kind in STATUS_OF_ERROR_KIND:
         return Failure(HttpStatusError(STATUS_OF_ERROR_KIND[kind], f"{kind}: {message}"))
     label = kind or "an error"
     return Failure(MalformedStream(f"the server reported {label} mid-answer: {message}"))
+
+
+def _status(code: Any) -> int:
+    """The HTTP status a ``code`` stands for: an int, or a string of digits; else 0."""
+    if isinstance(code, str) and code.isdigit():
+        code = int(code)
+    if isinstance(code, int) and not isinstance(code, bool) and 400 <= code <= 599:
+        return code
+    return 0

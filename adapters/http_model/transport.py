@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 import httpx
 
+from treadle.adapters.context_refusals import context_refusal
 from treadle.domain.values.model import (
     CredentialsRejected,
     HttpStatusError,
@@ -93,9 +94,14 @@ def open_client(connection: Connection, url: httpx.URL) -> httpx.AsyncClient:
         )
     return httpx.AsyncClient(
         timeout=timeout,
-        verify=_tls_context() if url.scheme == "https" else _plain_context(),
+        verify=ssl_context_for(url),
         limits=httpx.Limits(max_keepalive_connections=0),
     )
+
+
+def ssl_context_for(url: httpx.URL) -> ssl.SSLContext:
+    """The TLS settings for ``url``: the CA bundle for https://, none needed for http://."""
+    return _tls_context() if url.scheme == "https" else _plain_context()
 
 
 @functools.cache
@@ -189,12 +195,16 @@ async def status_failure(
     """An error status as the port's error; the server's message comes along, redacted.
 
     401 and 403 say which variable to fix and nothing of the server's text, which for
-    a bad key quotes part of that key.
+    a bad key quotes part of that key. A refusal for length, in any provider's words,
+    is :class:`ContextExceeded`, whatever its status.
     """
     status = response.status_code
     if status in (401, 403):
         return CredentialsRejected(f"credentials rejected (HTTP {status}): set a valid {key_env}")
     body = await _read_bounded(response)
+    refusal = context_refusal(body)
+    if refusal is not None:
+        return redact_error(refusal, secret)
     message = error_message(body, response.headers.get("content-type", ""))
     if not message:
         message = response.reason_phrase
