@@ -9,7 +9,7 @@ Example::
 """
 
 from treadle.adapters.fakes.clock import FakeClock
-from treadle.adapters.fakes.model import ScriptedModel, ScriptedResponse
+from treadle.adapters.fakes.model import FakeWindow, ScriptedModel, ScriptedResponse
 from treadle.adapters.fakes.runner import FakeProcess, FakeRunner
 from treadle.adapters.fakes.terminal import RecordingTerminal
 
@@ -17,6 +17,7 @@ __all__ = [
     "FakeClock",
     "FakeProcess",
     "FakeRunner",
+    "FakeWindow",
     "RecordingTerminal",
     "ScriptedModel",
     "ScriptedResponse",

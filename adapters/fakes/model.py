@@ -9,12 +9,22 @@ Example::
 
 A script can also be a mapping from a conversation's first user message (its task)
 to its own list of responses, so sub-agents get theirs; ``"*"`` is the default.
+
+Given a :class:`FakeWindow`, the model keeps to a context window as a real server
+does: it counts each request's tokens its own way (four characters a token, not
+treadle's estimate), reports that count as the input tokens, refuses a request that
+does not fit in the words of the provider it plays, and cuts an answer that would
+fill the window. A compaction's summary request is answered from ``summaries`` (or
+with a plain summary of its own), never from the script::
+
+    model = ScriptedModel(script, window=FakeWindow(8192, like="anthropic"))
 """
 
 from __future__ import annotations
 
 import itertools
 import json
+import math
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -22,14 +32,19 @@ from typing import Any
 
 from returns.result import Failure, Result, Success
 
+from treadle.adapters.context_refusals import context_refusal
+from treadle.adapters.fakes.refusals import PROVIDERS, Provider, refusal_body, refuses
+from treadle.domain.rules.compaction import COMPACT_REQUEST
 from treadle.domain.values.conversation import Reasoning, ToolCall, Usage
 from treadle.domain.values.model import (
+    ContextWindow,
     HttpStatusError,
     MalformedStream,
     ModelError,
     ModelRequest,
     ReasoningReady,
     ReasoningText,
+    ServerFacts,
     StopReason,
     StreamEnd,
     StreamEvent,
@@ -79,8 +94,50 @@ class ScriptedResponse:
         return replace(self, reasoning=self.reasoning + reasoning)
 
 
+@dataclass(frozen=True, slots=True)
+class FakeWindow:
+    """A context window of ``tokens`` that a scripted model keeps to, refusing like
+    ``like``. ``advertised``: the model says its window when asked (as llama.cpp's
+    ``/props`` does), else it must be learned from a refusal. ``chars_per_token`` is
+    how the server counts: four characters a token, fewer for a denser tokenizer than
+    treadle's estimate expects."""
+
+    tokens: int
+    like: Provider = "llama.cpp"
+    advertised: bool = True
+    chars_per_token: float = 4.0
+
+    def __post_init__(self) -> None:
+        if self.like not in PROVIDERS:
+            raise ValueError(f"unknown provider {self.like!r}: one of {', '.join(PROVIDERS)}")
+
+
+def server_tokens(text: str, chars_per_token: float = 4.0) -> int:
+    """How the scripted server counts tokens: four characters a token, by default."""
+    return math.ceil(len(text) / chars_per_token)
+
+
+def request_tokens(request: ModelRequest, chars_per_token: float = 4.0) -> int:
+    """The scripted server's count of a request's prompt."""
+    total = server_tokens(request.system, chars_per_token) + 3
+    for spec in request.tools:
+        schema = json.dumps(dict(spec.parameters))
+        total += server_tokens(spec.name + spec.description + schema, chars_per_token)
+    for message in request.messages:
+        total += 3 + server_tokens(message.text_for_model, chars_per_token)
+        for call in message.tool_calls:
+            total += 3 + server_tokens(call.name + call.arguments, chars_per_token)
+    if request.continuation:
+        total += 10 + server_tokens(request.continuation, chars_per_token)
+    return total
+
+
 class ScriptedModel:
-    """The Model port, answering from a script; ``requests`` keeps what it was asked."""
+    """The Model port, answering from a script; ``requests`` keeps what it was asked.
+
+    ``window`` makes it keep to a context window (see the module); ``refusals`` counts
+    the requests it refused for length, ``summaries`` are its answers to compactions.
+    """
 
     def __init__(
         self,
@@ -88,6 +145,8 @@ class ScriptedModel:
         clock: Clock | None = None,
         *,
         keep_requests: bool = True,
+        window: FakeWindow | None = None,
+        summaries: Sequence[ScriptedResponse] = (),
     ) -> None:
         scripts = script if isinstance(script, Mapping) else {"*": script}
         self._scripts = {key: list(responses) for key, responses in scripts.items()}
@@ -95,6 +154,12 @@ class ScriptedModel:
         self._keep_requests = keep_requests
         self._call_ids = itertools.count(1)
         self.requests: list[ModelRequest] = []
+        self.window = window
+        self._summaries = list(summaries)
+        self.refusals = 0
+        self.summary_requests = 0
+        self.summary_refusals = 0
+        self.largest_prompt = 0
 
     @classmethod
     def from_json(cls, path: str | Path, clock: Clock | None = None) -> ScriptedModel:
@@ -105,7 +170,20 @@ class ScriptedModel:
         }
         for task, responses in data.get("agents", {}).items():
             script[task] = [response_from_json(r) for r in responses]
-        return cls(script, clock)
+        window = data.get("window")
+        return cls(
+            script,
+            clock,
+            window=FakeWindow(
+                int(window["tokens"]),
+                window.get("like", "llama.cpp"),
+                bool(window.get("advertised", True)),
+                float(window.get("chars_per_token", 4.0)),
+            )
+            if window
+            else None,
+            summaries=[response_from_json(r) for r in data.get("summaries", [])],
+        )
 
     def _call_id(self) -> str:
         return f"call_{next(self._call_ids)}"
@@ -113,16 +191,38 @@ class ScriptedModel:
     def remaining(self, key: str = "*") -> int:
         return len(self._scripts.get(key, ()))
 
+    async def facts(self) -> ServerFacts:
+        """The ModelServer port: the window, when it is one the model advertises."""
+        window = self.window
+        if window is None or not window.advertised:
+            return ServerFacts()
+        return ServerFacts(ContextWindow(window.tokens, f"the scripted server ({window.like})"))
+
     async def stream(self, request: ModelRequest) -> AsyncIterator[Result[StreamEvent, ModelError]]:
         if self._keep_requests:
             # The loop hands out a view of its history; keep what was asked at this moment.
             self.requests.append(replace(request, messages=tuple(request.messages)))
-        task = next((m.text for m in request.messages if m.role == "user"), "")
-        queue = self._scripts[task] if task in self._scripts else self._scripts.get("*", [])
-        if not queue:
-            yield Failure(MalformedStream(f"the script has no response left for {task[:60]!r}"))
+        window = self.window
+        prompt = request_tokens(request, window.chars_per_token) if window is not None else 0
+        self.largest_prompt = max(self.largest_prompt, prompt)
+        refusal = self._refusal(request, prompt)
+        if refusal is not None:
+            self.refusals += 1
+            self.summary_refusals += _asks_for_summary(request)
+            yield Failure(refusal)
             return
-        response = queue.pop(0)
+        task = next((m.text for m in request.messages if m.role == "user"), "")
+        if _asks_for_summary(request):
+            self.summary_requests += 1
+            response = self._summaries.pop(0) if self._summaries else _summary_of(task)
+        else:
+            queue = self._scripts[task] if task in self._scripts else self._scripts.get("*", [])
+            if not queue:
+                yield Failure(MalformedStream(f"the script has no response left for {task[:60]!r}"))
+                return
+            response = queue.pop(0)
+        if self.window is not None:
+            response = self._within_window(response, request, prompt)
         for thought in response.reasoning:
             if thought.text:
                 yield Success(ReasoningText(thought.text))
@@ -141,6 +241,55 @@ class ScriptedModel:
         yield Success(
             StreamEnd(response.stop or ("tool_use" if response.tool_calls else "end_turn"))
         )
+
+    def _refusal(self, request: ModelRequest, prompt: int) -> ModelError | None:
+        window = self.window
+        if window is None:
+            return None
+        limits = {"prompt": prompt, "window": window.tokens, "max_tokens": request.max_tokens}
+        if not refuses(window.like, **limits):
+            return None
+        _, body = refusal_body(window.like, **limits)
+        refusal = context_refusal(body)
+        assert refusal is not None, f"the refusal of {window.like} is not recognised: {body}"
+        return refusal
+
+    def _within_window(
+        self, response: ScriptedResponse, request: ModelRequest, prompt: int
+    ) -> ScriptedResponse:
+        """The response as a server that keeps to its window sends it: the prompt counted
+        as the input, and an answer cut where it reaches its budget or fills the window."""
+        assert self.window is not None
+        text = "".join(response.text)
+        calls = "".join(c.name + c.arguments for c in response.tool_calls)
+        per_token = self.window.chars_per_token
+        output = server_tokens(text + calls, per_token)
+        room = min(request.max_tokens, self.window.tokens - prompt)
+        if output <= room:
+            return replace(response, usage=Usage(prompt, output))
+        fills = self.window.tokens - prompt < request.max_tokens
+        stop: StopReason = (
+            "context_full" if fills and self.window.like == "anthropic" else "max_tokens"
+        )
+        kept = text[: int(max(0, room) * per_token)]
+        return ScriptedResponse(
+            (kept,) if kept else (),
+            usage=Usage(prompt, max(0, room)),
+            stop=stop,
+            reasoning=response.reasoning,
+        )
+
+
+def _asks_for_summary(request: ModelRequest) -> bool:
+    last = request.messages[-1] if request.messages else None
+    return last is not None and last.role == "user" and last.text == COMPACT_REQUEST
+
+
+def _summary_of(task: str) -> ScriptedResponse:
+    return ScriptedResponse.saying(
+        f"## Task\n{task}\n## Plan and where it stands\nAs published.\n## What remains\n"
+        "The rest of the task."
+    )
 
 
 def response_from_json(data: Mapping[str, Any]) -> ScriptedResponse:

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import TypeVar
 
 from treadle.domain.values.events import AnswerDelta, TurnEnded, TurnEvent
 from treadle.domain.values.tools import ApprovalAnswer, ApprovalRequest
+
+E = TypeVar("E")
 
 
 class RecordingTerminal:
@@ -68,7 +71,8 @@ class RecordingTerminal:
             e.text for e in self.events if isinstance(e, AnswerDelta) and e.agent == agent
         )
 
-    def of_type(self, kind: type[TurnEvent]) -> list[TurnEvent]:
+    def of_type(self, kind: type[E]) -> list[E]:
+        """The events shown of one kind, in order."""
         return [event for event in self.events if isinstance(event, kind)]
 
     @property

@@ -1,0 +1,147 @@
+"""How each provider refuses a request that does not fit its context window: the error
+bodies, as the servers send them (from llama.cpp and LiteLLM recordings, and the
+providers' own sources for the others; see ``tests/fixtures/refusals/SOURCES.md``).
+
+The scripted model refuses with these, read by the same recogniser as the real
+adapters; the test HTTP server sends them over the wire.
+
+Example::
+
+    >>> status, body = refusal_body("anthropic", prompt=210_000, window=200_000, max_tokens=8192)
+    >>> body["error"]["message"]
+    'prompt is too long: 210000 tokens > 200000 maximum'
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+Provider = Literal[
+    "openai",
+    "openai-new",
+    "anthropic",
+    "anthropic-old",
+    "llama.cpp",
+    "vllm",
+    "vllm-old",
+    "litellm",
+]
+PROVIDERS: tuple[Provider, ...] = (
+    "openai",
+    "openai-new",
+    "anthropic",
+    "anthropic-old",
+    "llama.cpp",
+    "vllm",
+    "vllm-old",
+    "litellm",
+)
+OUTPUT_TOO: frozenset[Provider] = frozenset({"anthropic-old", "vllm-old"})
+"""Providers that refuse the prompt and the output budget together over the window;
+the others refuse the prompt alone, and cut an answer that fills the window."""
+
+
+def refuses(like: Provider, *, prompt: int, window: int, max_tokens: int) -> bool:
+    """Whether a provider refuses a request of ``prompt`` tokens asking ``max_tokens``."""
+    if like in OUTPUT_TOO:
+        return prompt + max_tokens > window
+    return prompt >= window if like == "llama.cpp" else prompt > window
+
+
+def refusal_body(
+    like: Provider, *, prompt: int, window: int, max_tokens: int
+) -> tuple[int, dict[str, Any]]:
+    """The HTTP status and JSON body of ``like``'s refusal."""
+    match like:
+        case "openai":
+            return 400, _openai(
+                f"This model's maximum context length is {window} tokens. However, your "
+                f"messages resulted in {prompt} tokens. Please reduce the length of the messages."
+            )
+        case "openai-new":
+            return 400, _openai(
+                "Your input exceeds the context window of this model. Please adjust your "
+                "input and try again.",
+                param="input",
+            )
+        case "anthropic":
+            return 400, _anthropic(f"prompt is too long: {prompt} tokens > {window} maximum")
+        case "anthropic-old":
+            return 400, _anthropic(
+                f"input length and `max_tokens` exceed context limit: {prompt} + {max_tokens} "
+                f"> {window}, decrease input length or `max_tokens` and try again"
+            )
+        case "llama.cpp":
+            return 400, {
+                "error": {
+                    "code": 400,
+                    "message": f"request ({prompt} tokens) exceeds the available context size "
+                    f"({window} tokens), try increasing it",
+                    "type": "exceed_context_size_error",
+                    "n_prompt_tokens": prompt,
+                    "n_ctx": window,
+                }
+            }
+        case "vllm":
+            return 400, _vllm(
+                f"This model's maximum context length is {window} tokens. However, your prompt "
+                f"contains {prompt} input tokens, which exceeds this limit even without any "
+                f"output tokens. Please reduce the length of the input prompt. "
+                f"(parameter=input_tokens, value={prompt})",
+                "input_tokens",
+            )
+        case "vllm-old":
+            if prompt >= window:
+                return 400, _vllm(
+                    f"This model's maximum context length is {window} tokens. However, your "
+                    f"request has {prompt} input tokens. Please reduce the length of the input "
+                    "messages.",
+                    "input_tokens",
+                )
+            return 400, _vllm(
+                f"'max_tokens' or 'max_completion_tokens' is too large: {max_tokens}. This "
+                f"model's maximum context length is {window} tokens and your request has "
+                f"{prompt} input tokens ({max_tokens} > {window} - {prompt}).",
+                "max_tokens",
+            )
+        case "litellm":
+            upstream = (
+                f"request ({prompt} tokens) exceeds the available context size ({window} "
+                "tokens), try increasing it"
+            )
+            return 400, {
+                "error": {
+                    "message": "litellm.ContextWindowExceededError: litellm.BadRequestError: "
+                    f"ContextWindowExceededError: OpenAIException - {upstream}\nmodel=local. "
+                    "context_window_fallbacks=None. fallbacks=None.\n\nSet "
+                    "'context_window_fallback' - https://docs.litellm.ai/docs/routing#fallbacks"
+                    "\n\nLiteLLM: model group 'local' failed with the error above. No fallback "
+                    "was attempted.",
+                    "type": "invalid_request_error",
+                    "param": None,
+                    "code": "400",
+                }
+            }
+
+
+def _openai(message: str, param: str = "messages") -> dict[str, Any]:
+    return {
+        "error": {
+            "message": message,
+            "type": "invalid_request_error",
+            "param": param,
+            "code": "context_length_exceeded",
+        }
+    }
+
+
+def _anthropic(message: str) -> dict[str, Any]:
+    return {
+        "type": "error",
+        "error": {"type": "invalid_request_error", "message": message},
+        "request_id": "req_011CScripted",
+    }
+
+
+def _vllm(message: str, param: str) -> dict[str, Any]:
+    return {"error": {"message": message, "type": "BadRequestError", "param": param, "code": 400}}
