@@ -20,9 +20,14 @@ from collections.abc import Callable
 from typing import TextIO
 
 from treadle.adapters.serialize import event_to_record
+from treadle.domain.rules.context_window import is_learned
 from treadle.domain.values.conversation import Usage
 from treadle.domain.values.events import (
     AnswerDelta,
+    CompactionStarted,
+    ContextCompacted,
+    ContextPruned,
+    ContextWindowKnown,
     ContinuationRequested,
     MessageAdded,
     Notice,
@@ -37,12 +42,24 @@ from treadle.domain.values.events import (
     TurnEnded,
     TurnEvent,
     TurnStarted,
+    WindowFilled,
 )
+from treadle.domain.values.model import ContextWindow
 from treadle.domain.values.outcome import OutcomeKind
 from treadle.domain.values.text import one_line, printable
 from treadle.domain.values.tools import ApprovalAnswer, ApprovalRequest
 
 PLAN_MARKS = {"completed": "[x]", "in_progress": "[>]", "pending": "[ ]"}
+ANSWER_NOTES = (
+    ContinuationRequested,
+    WindowFilled,
+    CompactionStarted,
+    ContextPruned,
+    ContextCompacted,
+    ContextWindowKnown,
+)
+"""Notes that can come while an answer is being continued: they wait for its end, so
+that the answer reads as one."""
 
 # json.dumps escapes C0 but leaves DEL, C1 and the bidi controls as they are.
 _JSON_UNESCAPED_CONTROL = re.compile(r"[\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
@@ -80,12 +97,45 @@ def cost_text(cost: float | None) -> str:
     return f" · ${cost:.4f}" if cost < 1 else f" · ${cost:,.2f}"
 
 
+TASK_SHOWN = 2_000
+"""Characters of a task the ``Task:`` line shows: a task of megabytes is not echoed whole."""
+
+
+def shown_task(task: str, limit: int = TASK_SHOWN) -> str:
+    """The head of a long task, and how much was left out."""
+    if len(task) <= limit:
+        return task
+    return f"{task[:limit]}… ({len(task) - limit:,} more characters)"
+
+
+def tokens_text(tokens: int) -> str:
+    """``950``, ``2.4k``, ``16k``, ``128k``: a token count at a glance."""
+    if tokens < 1000:
+        return str(tokens)
+    thousands = f"{tokens / 1000:.1f}".removesuffix(".0")
+    return f"{thousands}k"
+
+
+def context_line(event: ContextPruned | ContextCompacted) -> str:
+    """``context 13.1k/16k · compacted to 2.4k``."""
+    head = f"context {tokens_text(event.tokens_before)}/{tokens_text(event.window)}"
+    if isinstance(event, ContextPruned):
+        count = counted(len(event.results), "old tool result")
+        return f"{head} · pruned {count} to {tokens_text(event.tokens_after)}"
+    line = f"{head} · compacted to {tokens_text(event.tokens_after)}"
+    if not event.summarized:
+        line += " (no summary could be written: made from the record)"
+    elif event.dropped:
+        line += f" (the summary left out the {counted(event.dropped, 'oldest message')})"
+    return line
+
+
 def describe_event(event: TurnEvent) -> list[str]:
     """The plain lines an event shows as (answer text excepted: it streams inline)."""
     tag = f"[{event.agent}] " if event.agent else ""
     match event:
         case TurnStarted(task=task) if not event.agent:
-            return [f"Task: {printable(task)}"]
+            return [f"Task: {printable(shown_task(task))}"]
         case PlanUpdated(steps=steps):
             return [f"{tag}Plan:"] + [f"  {PLAN_MARKS[s.status]} {one_line(s.step)}" for s in steps]
         case ToolStarted(call=call, summary=summary):
@@ -119,6 +169,19 @@ def describe_event(event: TurnEvent) -> list[str]:
             ]
         case Notice(text=text):
             return [f"{tag}warning: {one_line(text, 500)}"]
+        case ContextPruned() | ContextCompacted():
+            return [tag + context_line(event)]
+        case CompactionStarted(tokens=size, window=window):
+            return [f"{tag}context {tokens_text(size)}/{tokens_text(window)} · compacting…"]
+        case ContextWindowKnown(window=window, origin=origin) if is_learned(
+            ContextWindow(window, origin)
+        ):
+            return [f"{tag}context window {window:,} tokens, learned from {one_line(origin)}"]
+        case WindowFilled(window=window, prompt_tokens=prompt, answer_tokens=answer):
+            return [
+                f"{tag}… the answer filled the context window ({window:,} tokens: {prompt:,} "
+                f"of prompt, {answer:,} of answer); it goes on once a continuation fits"
+            ]
         case TurnEnded(outcome=outcome, usage=usage, requests=n, elapsed=elapsed) if (
             not event.agent
         ):
@@ -169,7 +232,7 @@ class PlainTerminal:
             return
         if isinstance(event, TurnEnded) and event.outcome.kind is OutcomeKind.PAUSED:
             lines[-1] += self.resume_hint
-        if self._mid_line and isinstance(event, ContinuationRequested) and not event.agent:
+        if self._mid_line and isinstance(event, ANSWER_NOTES) and not event.agent:
             # The answer goes on where it stopped: the note waits for the answer's end.
             self._held.extend(lines)
             return
@@ -219,13 +282,19 @@ class JsonLinesTerminal(PlainTerminal):
     """One JSON event per line (``--json``); the last line is the turn's outcome.
 
     ``message_added`` events are left out: they repeat what the answer deltas, the
-    responses and the tool events already said (the transcript keeps them).
+    responses and the tool events already said (the transcript keeps them); so are the
+    messages of ``context_compacted`` and the stubs of ``context_pruned``, replaced by
+    their count.
     """
 
     def show(self, event: TurnEvent) -> None:
         if isinstance(event, MessageAdded):
             return
         record = event_to_record(event)
+        if isinstance(event, ContextCompacted):
+            record["messages"] = len(event.messages)
+        elif isinstance(event, ContextPruned):
+            record["results"] = len(event.results)
         if isinstance(event, TurnEnded) and not event.agent:
             record["exit_code"] = event.outcome.exit_code
             record["line"] = event.outcome.screen_line

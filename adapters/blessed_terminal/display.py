@@ -14,10 +14,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from treadle.adapters.blessed_terminal.screen import cell_width, fit, fit_tail
-from treadle.adapters.plain_terminal import cost_text, describe_event, token_counts
+from treadle.adapters.plain_terminal import cost_text, describe_event, shown_task, token_counts
 from treadle.domain.values.conversation import Usage
 from treadle.domain.values.events import (
     AnswerDelta,
+    CompactionStarted,
+    ContextCompacted,
+    ContextPruned,
+    ContextWindowKnown,
     ContinuationRequested,
     Notice,
     PlanStep,
@@ -34,6 +38,7 @@ from treadle.domain.values.events import (
     TurnEvent,
     TurnStarted,
     UsageUpdated,
+    WindowFilled,
 )
 from treadle.domain.values.outcome import OutcomeKind
 from treadle.domain.values.text import one_line, printable
@@ -204,7 +209,7 @@ class TurnView:
         main = not event.agent
         match event:
             case TurnStarted(task=task) if main:
-                return [s.bold("Task: ") + one_line(task, 10_000)]
+                return [s.bold("Task: ") + one_line(shown_task(task), 10_000)]
             case RequestSent(attempt=attempt, continuation=continuation) if main:
                 self.requests += 1
                 self.retry_at = None
@@ -243,6 +248,12 @@ class TurnView:
             case SubAgentProgress():
                 return [s.dim(line) for line in describe_event(event)]
             case Notice():
+                return [s.yellow(line) for line in describe_event(event)]
+            case CompactionStarted() if main:
+                self.activity = "compacting the conversation"
+            case ContextPruned() | ContextCompacted():
+                return [s.dim(line) for line in describe_event(event)]
+            case WindowFilled() | ContextWindowKnown():
                 return [s.yellow(line) for line in describe_event(event)]
         return []
 

@@ -33,16 +33,21 @@ from treadle.adapters.blessed_terminal.screen import (
     SHOW_CURSOR,
     Screen,
 )
+from treadle.adapters.plain_terminal import ANSWER_NOTES
 from treadle.domain.rules.interrupts import CtrlC
 from treadle.domain.values.events import (
     AnswerDelta,
+    CompactionStarted,
+    ContextCompacted,
     ContinuationRequested,
     ReasoningDelta,
     ResponseReceived,
     TurnEnded,
     TurnEvent,
     TurnStarted,
+    WindowFilled,
 )
+from treadle.domain.values.model import CUT_STOPS
 from treadle.domain.values.text import CONTROL_CHARACTERS, printable
 
 # The live rows are redrawn this often while a turn runs (the elapsed times move).
@@ -126,6 +131,8 @@ class BlessedTerminal(Prompts):
         self.ctrl_c = CtrlC()
         self._interrupt: Callable[[], None] | None = None
         self._held_notes: list[str] = []
+        self._continuing = False  # an answer was cut and is being continued
+        self._compacting = False  # the responses now are a compaction's summary
         self._in_turn = False
         self._holds = 0
         self._ticker: asyncio.Task[None] | None = None
@@ -170,12 +177,18 @@ class BlessedTerminal(Prompts):
                 self.screen.flush()
                 return
         lines = self.view.lines_for(event, now)
-        if isinstance(event, ContinuationRequested) and not event.agent:
+        if not event.agent and isinstance(event, CompactionStarted | ContextCompacted):
+            self._compacting = isinstance(event, CompactionStarted)
+        if not event.agent and (
+            isinstance(event, ContinuationRequested | WindowFilled)
+            or (self._continuing and isinstance(event, ANSWER_NOTES))
+        ):
             # The answer goes on in the same row: the note waits for the answer's end.
             self._held_notes.extend(lines)
             lines = []
-        if isinstance(event, ResponseReceived) and not event.agent:
-            if event.stop_reason == "max_tokens":
+        if isinstance(event, ResponseReceived) and not event.agent and not self._compacting:
+            self._continuing = event.stop_reason in CUT_STOPS
+            if self._continuing:
                 self._draw(now)
                 self.screen.flush()
                 return
@@ -301,6 +314,7 @@ class BlessedTerminal(Prompts):
 
     def _end_turn(self, event: TurnEnded) -> None:
         self._in_turn = False
+        self._continuing = self._compacting = False
         self._interrupt = None
         self.screen.end_row()
         self.screen.write_lines(self._held_notes + self.view.ending_lines(event, self.resume_hint))
