@@ -23,7 +23,8 @@ from typing import TextIO
 from treadle.adapters.replay_model import Divergence, Recording, ReplayModel, recorded_tools
 from treadle.domain.loop.stop import StopSignal
 from treadle.domain.loop.turn import Agent
-from treadle.domain.rules.resume import rebuild_history
+from treadle.domain.rules.context_window import window_of
+from treadle.domain.rules.resume import rebuild_context, rebuild_history
 from treadle.domain.values.conversation import Message
 from treadle.entrypoints.config import AppConfig, ConfigError, check_value
 
@@ -130,7 +131,7 @@ def show_config(args: argparse.Namespace, out: TextIO) -> int:
     from treadle.entrypoints.session import flag_values
 
     app = load_config(flags=flag_values(args), environ=os.environ)
-    for line in describe_config(app, os.environ):
+    for line in describe_config(app, os.environ, in_force(app)):
         print(line, file=out)
     return 0
 
@@ -151,6 +152,48 @@ def trust(folder: str, out: TextIO) -> int:
         raise ConfigError(f"cannot record the trust in {where}: {error.strerror}") from None
     print(f"Trusted {os.path.realpath(folder)} (recorded in {record})", file=out)
     return 0
+
+
+def in_force(app: AppConfig) -> list[str]:
+    """The window and the budgets in force for the configured model, and where the
+    window comes from: the server is asked, as a session's first turn asks it (a hosted
+    API is not: its window is the table's)."""
+    from treadle.adapters.system_clock import SystemClock
+    from treadle.domain.rules import context_window as rules
+    from treadle.domain.values.model import ServerFacts
+    from treadle.entrypoints.config import DEFAULT_MAX_TOKENS
+    from treadle.entrypoints.container import (
+        ModelNotConfigured,
+        build_model,
+        build_server,
+        context_settings,
+    )
+
+    try:
+        server = build_server(build_model(app, SystemClock()))
+    except ModelNotConfigured:
+        return []
+    facts = asyncio.run(server.facts()) if server is not None else ServerFacts()
+    settings = context_settings(app)
+    window = rules.merge_window(None, facts.window, settings.window)
+    where = f" at {app.base_url}" if app.base_url else ""
+    lines = [f"In force for {app.model}{where}:"]
+    tokens = window.tokens if window is not None else None
+    if window is None:
+        lines.append("  context window   not known: learned from the server's first refusal")
+    else:
+        lines.append(f"  context window   {window.tokens:,} tokens ({window.origin})")
+    configured = app.max_tokens if app.max_tokens is not None else DEFAULT_MAX_TOKENS
+    budget = rules.initial_budget(configured, tokens, follow_window=settings.follow_window)
+    how = " (a quarter of the window)" if budget < configured else ""
+    lines.append(f"  output budget    {budget:,} tokens{how}")
+    if tokens is not None:
+        at = int(tokens * settings.compact_at)
+        lines.append(f"  compacts past    {at:,} tokens ({settings.compact_at:g} of the window)")
+    result = rules.result_bytes(tokens, app.output_limit)
+    lines.append(f"  one tool result  at most {result:,} bytes")
+    lines += [f"  warning: {text}" for _, text in facts.warnings]
+    return lines
 
 
 # replay ----------------------------------------------------------------------------
@@ -180,6 +223,8 @@ def recorded_config(transcript: Path) -> AppConfig:
         raise ConfigError(str(error)) from None
     values = {}
     for key, value in settings.items():
+        if value is None:
+            continue  # not set in the session: the default, as it was then
         try:
             values[key] = check_value(key, value)
         except (KeyError, ValueError) as problem:
@@ -265,18 +310,21 @@ async def replay_turns(
     """Run the recorded main turns on ``agent``, one after the other, to the first divergence.
 
     Between turns the conversation must be the recorded one; after a turn cut short (Esc,
-    a kill) it goes on from the conversation as the session recorded it.
+    a kill) it goes on from the conversation as the session recorded it. Each turn
+    starts from what the session knew then, as a resumed one does: the conversation
+    (compacted or not), its accounting and the window.
     """
     recording = model.recording
     for index, turn in enumerate(recording.turns):
         if index:
-            expected = rebuild_history(recording.events[: turn.start])
+            before = recording.events[: turn.start]
+            expected = rebuild_history(before)
             if not recording.turns[index - 1].stopped:
                 difference = first_difference(agent.history.messages, expected.messages, normalize)
                 if difference:
                     return Divergence(model.requests, "", f"after turn {index}: {difference}")
-            expected.listener = agent.history.listener
-            agent.history = expected
+            agent.resume_from(expected, rebuild_context(before, expected))
+            agent.window.window = window_of(before)
         model.start_turn(index)
         turn_stop.signal = StopSignal()
         await agent.run_turn(turn.task, turn_stop.signal)

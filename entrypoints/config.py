@@ -30,6 +30,8 @@ from typing import Any, Literal
 from treadle.adapters.mcp.config import McpServerConfig, TableProblem, check_table, server_config
 from treadle.domain.values.prices import Prices
 
+DEFAULT_MAX_TOKENS = 8192
+"""The output budget when ``max_tokens`` is not set and the window is not known."""
 USER_FILE = "config.toml"
 PROJECT_FILE = ".treadle.toml"
 ENV_PREFIX = "TREADLE_"
@@ -50,7 +52,7 @@ class AppConfig:
     model: str = ""
     base_url: str = ""
     key_env: str = ""
-    max_tokens: int = 8192
+    max_tokens: int | None = None  # None: a quarter of the window, at most 8192
     token_growth: float = 2.0
     max_tokens_cap: int = 32768
     continuations: int = 3
@@ -84,6 +86,11 @@ class AppConfig:
     # Issue 14: commands the kernel confines.
     sandbox: str = "workspace-write"
     sandbox_writable: tuple[str, ...] = ()
+    # Context windows and local servers (issues 10 and 16)
+    context_window: int | None = None  # None: the server's, a known model's, or learned
+    compact_at: float = 0.8
+    connect_timeout: float = 10.0
+    read_timeout: float = 120.0
     origins: dict[str, str] = field(default_factory=dict, compare=False)
     held_back: tuple[str, ...] = field(default=(), compare=False)
     """Keys the project file set in a folder not trusted, so left out (issue 15)."""
@@ -132,13 +139,14 @@ Kind = Literal[
 @dataclass(frozen=True, slots=True)
 class Key:
     """One configuration key: what values it takes. ``minimum`` is inclusive unless
-    ``positive`` (then the value must be above it)."""
+    ``positive`` (then the value must be above it); ``maximum`` is inclusive."""
 
     kind: Kind
     help: str
     minimum: float | None = None
     positive: bool = False
     choices: tuple[str, ...] = ()
+    maximum: float | None = None
 
 
 KEYS: dict[str, Key] = {
@@ -215,6 +223,30 @@ KEYS: dict[str, Key] = {
         choices=("workspace-write", "read-only", "off"),
     ),
     "sandbox_writable": Key("texts", "more folders commands may write under workspace-write"),
+    # Context windows and local servers (issues 10 and 16)
+    "context_window": Key(
+        "whole",
+        "the model's context window in tokens (unset: the server's, a known model's, "
+        "or what its first refusal names)",
+        minimum=256,
+    ),
+    "compact_at": Key(
+        "number",
+        "the share of the window past which old tool output is pruned, then the "
+        "conversation compacted",
+        minimum=0,
+        positive=True,
+        maximum=1,
+    ),
+    "connect_timeout": Key(
+        "number", "seconds to connect to the model server", minimum=0, positive=True
+    ),
+    "read_timeout": Key(
+        "number",
+        "seconds the model server may stay silent in an answer (a CPU model may need more)",
+        minimum=0,
+        positive=True,
+    ),
 }
 """Every key a file, a ``TREADLE_*`` variable or a flag may set (``workspace`` is a flag)."""
 
@@ -233,6 +265,9 @@ RECORDED_SETTINGS = (
     "env_passthrough",
     "subagent_depth",
     "thinking_budget",
+    # Context windows (issue 10)
+    "context_window",
+    "compact_at",
 )
 """What a session records of its configuration: what shapes its requests, for replay."""
 NOT_CONFIG_VARIABLES = frozenset({"TREADLE_STATE_DIR", "TREADLE_CONFIG_DIR"})
@@ -401,6 +436,8 @@ def _check_number(spec: Key, value: object) -> int | float:
             raise ValueError(f"must be more than {spec.minimum:g}, not {_shown(value)}")
         if not spec.positive and value < spec.minimum:
             raise ValueError(f"must be at least {spec.minimum:g}, not {_shown(value)}")
+    if spec.maximum is not None and value > spec.maximum:
+        raise ValueError(f"must be at most {spec.maximum:g}, not {_shown(value)}")
     return value if whole else float(value)
 
 
@@ -600,10 +637,11 @@ def load_config(
 
 def _combined(app: AppConfig) -> AppConfig:
     """Checks across keys, and ``provider`` + a bare model name into ``PROVIDER:NAME``."""
-    if app.max_tokens_cap < app.max_tokens:
+    max_tokens = app.max_tokens if app.max_tokens is not None else DEFAULT_MAX_TOKENS
+    if app.max_tokens_cap < max_tokens:
         raise ConfigError(
             f"{app.origin('max_tokens_cap')}: max_tokens_cap: {app.max_tokens_cap} is less than "
-            f"max_tokens {app.max_tokens} (from {app.origin('max_tokens')})"
+            f"max_tokens {max_tokens} (from {app.origin('max_tokens')})"
         )
     if app.tool_timeout_max < app.tool_timeout:
         raise ConfigError(
@@ -616,10 +654,10 @@ def _combined(app: AppConfig) -> AppConfig:
         except TableProblem as problem:
             origin = app.origin(f"mcp_servers.{name}")
             raise ConfigError(f"{origin}: mcp_servers.{_table_problem(name, problem)}") from None
-    if app.thinking_budget and app.thinking_budget >= app.max_tokens:
+    if app.thinking_budget and app.thinking_budget >= max_tokens:
         raise ConfigError(
             f"{app.origin('thinking_budget')}: thinking_budget: {app.thinking_budget} is not "
-            f"less than max_tokens {app.max_tokens} (from {app.origin('max_tokens')}): the "
+            f"less than max_tokens {max_tokens} (from {app.origin('max_tokens')}): the "
             "thinking counts inside the budget, and the answer needs room too"
         )
     if 0 < app.thinking_budget < MIN_THINKING_BUDGET:
@@ -642,8 +680,11 @@ def _combined(app: AppConfig) -> AppConfig:
 # Showing ---------------------------------------------------------------------------
 
 
-def describe_config(app: AppConfig, environ: Mapping[str, str]) -> list[str]:
-    """``treadle config``: the files read, then every key, its value and its origin."""
+def describe_config(
+    app: AppConfig, environ: Mapping[str, str], in_force: list[str] | None = None
+) -> list[str]:
+    """``treadle config``: the files read, then every key, its value and its origin;
+    then ``in_force``, the window and budgets in force for the model (when known)."""
     user = user_config_path(environ)
     project = project_config_path(app.workspace)
     lines = [
@@ -661,6 +702,8 @@ def describe_config(app: AppConfig, environ: Mapping[str, str]) -> list[str]:
     if key_env:
         state = "set" if environ.get(key_env) else "not set"
         lines += ["", f"API key: ${key_env} is {state}"]
+    if in_force:
+        lines += ["", *in_force]
     return lines
 
 
@@ -674,13 +717,20 @@ def held_back_warning(app: AppConfig) -> str:
     )
 
 
+UNSET_TEXT = {
+    "approval": "(ask in a terminal, auto headless)",
+    "max_tokens": f"(a quarter of the window, at most {DEFAULT_MAX_TOKENS})",
+    "context_window": "(the server's, a known model's, or learned)",
+}
+
+
 def _value_text(key: str, value: object) -> str:
     if key == "mcp_servers" and isinstance(value, Mapping):
         return json.dumps(list(value), ensure_ascii=False) + (" (treadle mcp)" if value else "")
     if isinstance(value, bool):
         return "true" if value else "false"
-    if key == "approval" and value is None:
-        return "(ask in a terminal, auto headless)"
+    if value is None and key in UNSET_TEXT:
+        return UNSET_TEXT[key]
     if isinstance(value, Mapping):
         return json.dumps(value, ensure_ascii=False)
     if isinstance(value, tuple):

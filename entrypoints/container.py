@@ -36,12 +36,15 @@ from treadle.adapters.sessions import (
     SessionUnusable,
 )
 from treadle.adapters.system_clock import SystemClock
+from treadle.domain.loop.context import SharedWindow
 from treadle.domain.loop.settings import SubAgentClocks, TurnSettings
 from treadle.domain.loop.turn import Agent, TurnPorts, core_tools
 from treadle.domain.rules.approval import POLICIES
+from treadle.domain.rules.context_window import ContextSettings, ContextState
 from treadle.domain.rules.history import History
 from treadle.domain.rules.truncation import TokenBudget
 from treadle.domain.values.events import Notice, TurnEvent
+from treadle.domain.values.model import ContextWindow
 from treadle.domain.values.tools import ToolLimits
 from treadle.entrypoints.batch_wiring import (
     BatchOptions,
@@ -51,6 +54,7 @@ from treadle.entrypoints.batch_wiring import (
 )
 from treadle.entrypoints.config import (
     DEFAULT,
+    DEFAULT_MAX_TOKENS,
     RECORDED_SETTINGS,
     AppConfig,
     mcp_server_configs,
@@ -61,7 +65,7 @@ from treadle.entrypoints.injector import containers, providers
 from treadle.entrypoints.interrupts import LeaveNow
 from treadle.ports.batch import BatchScreen, ResultsLog, TurnEngine
 from treadle.ports.clock import Clock
-from treadle.ports.model import Model
+from treadle.ports.model import Model, ModelServer
 from treadle.ports.process import ProcessRunner
 from treadle.ports.terminal import Terminal
 from treadle.ports.tools import Tool
@@ -139,6 +143,8 @@ def _http_model(provider: str, name: str, app: AppConfig, session_id: str) -> Mo
             base_url=app.base_url or None,
             api_key=os.environ.get(key_env) or None,
             key_env=key_env,
+            connect_timeout=app.connect_timeout,
+            read_timeout=app.read_timeout,
             limits=StreamLimits(app.answer_limit, app.event_limit),
             options=ModelOptions(
                 effort=app.effort,
@@ -148,6 +154,11 @@ def _http_model(provider: str, name: str, app: AppConfig, session_id: str) -> Mo
         )
     except ValueError as error:  # checked in the configuration already; this is the last word
         raise ModelNotConfigured(str(error)) from None
+
+
+def build_server(model: Model) -> ModelServer | None:
+    """Who says what the model's window is: the model's own adapter, when it can."""
+    return model if isinstance(model, ModelServer) else None
 
 
 def build_runner(app: AppConfig, redactor: Redactor, sandbox: Sandbox) -> ProcessRunner:
@@ -312,6 +323,15 @@ def conversation_so_far(log: SessionLog | None) -> History:
     return history if history is not None else History()
 
 
+def context_so_far(
+    log: SessionLog | None, history: History
+) -> tuple[ContextState, ContextWindow | None]:
+    """What a continued session's accounting knew, and its window (nothing when new)."""
+    if log is None:
+        return ContextState(messages=len(history)), None
+    return log.context_so_far(history)
+
+
 def build_settings(
     app: AppConfig,
     session_dir: str,
@@ -322,17 +342,19 @@ def build_settings(
     approval = app.approval or ("ask" if interactive else "auto")
     if approval not in POLICIES:
         raise ValueError(f"approval must be one of {', '.join(POLICIES)}, not {approval!r}")
+    max_tokens = app.max_tokens if app.max_tokens is not None else DEFAULT_MAX_TOKENS
     return TurnSettings(
         workspace=os.path.realpath(app.workspace),
         session_dir=session_dir,
         instructions=instructions.text,
         budget=TokenBudget(
-            app.max_tokens,
+            max_tokens,
             app.token_growth,
             app.max_tokens_cap,
             app.continuations,
             app.thinking_budget,
         ),
+        context=context_settings(app),
         approval=approval,
         allowed_prefixes=app.allowed_prefixes,
         limits=ToolLimits(
@@ -348,11 +370,34 @@ def build_settings(
     )
 
 
+def context_settings(app: AppConfig) -> ContextSettings:
+    """How the conversation is kept within the window: the configured window (if any)
+    with its origin, the threshold, and whether the budget follows the window."""
+    window = None
+    if app.context_window is not None:
+        window = ContextWindow(
+            app.context_window, f"configuration ({app.origin('context_window')})"
+        )
+    return ContextSettings(
+        window=window,
+        compact_at=app.compact_at,
+        follow_window=app.max_tokens is None,
+    )
+
+
 def build_agent(
-    ports: TurnPorts, settings: TurnSettings, tools: list[Tool], history: History, leave: LeaveNow
+    ports: TurnPorts,
+    settings: TurnSettings,
+    tools: list[Tool],
+    history: History,
+    leave: LeaveNow,
+    resumed: tuple[ContextState, ContextWindow | None],
 ) -> Agent:
     """The session's agent; a second Ctrl-C records its running turn as paused."""
-    agent = Agent(ports, settings, tools, history=history)
+    state, window = resumed
+    agent = Agent(
+        ports, settings, tools, history=history, context=state, window=SharedWindow(window)
+    )
     leave.agent = agent
     return agent
 
@@ -393,6 +438,10 @@ class Container(containers.DeclarativeContainer):
         open_transcript, app, session_dir, redactor, screen
     )
     history: providers.Provider[History] = providers.Singleton(conversation_so_far, transcript)
+    resumed: providers.Provider[tuple[ContextState, ContextWindow | None]] = providers.Singleton(
+        context_so_far, transcript, history
+    )
+    server: providers.Provider[ModelServer | None] = providers.Singleton(build_server, model)
     mcp_servers: providers.Resource[McpServers] = providers.Resource(
         open_mcp_servers, app, session_dir, redactor
     )
@@ -411,9 +460,10 @@ class Container(containers.DeclarativeContainer):
         terminal=screen,
         transcript=transcript,
         turn_start=turn_start,
+        server=server,
     )
     agent: providers.Provider[Agent] = providers.Singleton(
-        build_agent, ports, settings, tools, history, leave_now
+        build_agent, ports, settings, tools, history, leave_now, resumed
     )
 
     # treadle batch (issue 13): the engine that runs the turns, RESULTS, the progress.
