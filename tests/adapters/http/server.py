@@ -18,6 +18,10 @@ Example::
     async with ScriptedServer.running([Reply.sse(body), Reply(status=503)]) as server:
         ...  # point a client at server.base_url
         assert len({seen.client_port for seen in server.requests}) == 2
+
+A GET is a question about the server (``/props``, ``/v1/models``), never a request for
+an answer: it is answered from ``routes`` (404 when none matches), kept in ``probes``,
+and leaves the script alone (see :mod:`tests.adapters.http.local_server`).
 """
 
 from __future__ import annotations
@@ -64,6 +68,16 @@ class Reply:
         body = json.dumps(payload).encode() if payload is not None else b""
         return Reply(status, (body,) if body else (), "application/json")
 
+    @staticmethod
+    def json(payload: Any, status: int = 200) -> Reply:
+        """A JSON document, as a server's ``/props`` or ``/v1/models`` answers."""
+        return Reply.error(status, payload)
+
+    @staticmethod
+    def raw(status: int, body: bytes) -> Reply:
+        """A body exactly as recorded, e.g. a refusal saved from a real server."""
+        return Reply(status, (body,), "application/json; charset=utf-8")
+
 
 @dataclass(frozen=True, slots=True)
 class SeenRequest:
@@ -97,6 +111,8 @@ class ScriptedServer:
     script: deque[Reply]
     guard: Guard | None = None
     requests: list[SeenRequest] = field(default_factory=list)
+    routes: dict[str, Reply] = field(default_factory=dict)
+    probes: list[SeenRequest] = field(default_factory=list)
     connections: int = 0
     unscripted: int = 0
     refused: int = 0
@@ -175,6 +191,10 @@ class ScriptedServer:
                 headers[name.strip().lower()] = value.strip()
         body = await reader.readexactly(int(headers.get("content-length", "0")))
         seen = SeenRequest(port, method, path, headers, body)
+        if method == "GET" or path in self.routes:
+            self.probes.append(seen)
+            missing = Reply.error(404, {"error": {"message": "File Not Found"}})
+            return await self._play(self.routes.get(path, missing), writer)
         self.requests.append(seen)
         refused = _refusal(path, body)
         if refused is not None:

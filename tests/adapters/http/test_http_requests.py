@@ -74,7 +74,8 @@ async def test_openai_chat_request_carries_the_whole_conversation(server: Script
                     {
                         "id": "call_2",
                         "type": "function",
-                        "function": {"name": "bash", "arguments": '{"command": ls}'},
+                        # Not JSON: sent as an empty object, which every server accepts.
+                        "function": {"name": "bash", "arguments": "{}"},
                     },
                 ],
                 # DeepSeek's rule, on every server but OpenAI's own: even when empty.
