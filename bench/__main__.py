@@ -16,6 +16,7 @@ MODULES = (
     "bench_cache",
     "bench_changes",
     "bench_batch",
+    "bench_context",
 )
 
 

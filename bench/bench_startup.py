@@ -2,7 +2,8 @@
 interpreter measured in the same run.
 
 The session is the issue's "hello": ``treadle --print`` against a local
-OpenAI-compatible server started here, on 127.0.0.1, whose one answer is "hello".
+OpenAI-compatible server started here, on 127.0.0.1, whose one answer is "hello"; like
+llama-server it says its window at ``/props``, which the session asks first.
 Runs alternate between the commands so that a change in the machine's load falls
 on all of them alike; the figures are medians.
 """
@@ -37,8 +38,21 @@ _CHUNKS = (
 HELLO_STREAM = b"".join(b"data: " + chunk + b"\n\n" for chunk in _CHUNKS)
 
 
+PROPS = b'{"default_generation_settings":{"n_ctx":32768},"chat_template_caps":{}}'
+
+
 class _Hello(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+
+    def do_GET(self) -> None:
+        """What a session asks first: llama.cpp's /props (its window); 404 elsewhere."""
+        found = self.path == "/props"
+        body = PROPS if found else b'{"error": {"message": "not found"}}'
+        self.send_response(200 if found else 404)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
 
     def do_POST(self) -> None:
         self.rfile.read(int(self.headers.get("content-length", 0)))
