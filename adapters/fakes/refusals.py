@@ -14,7 +14,7 @@ Example::
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 Provider = Literal[
     "openai",
@@ -26,16 +26,7 @@ Provider = Literal[
     "vllm-old",
     "litellm",
 ]
-PROVIDERS: tuple[Provider, ...] = (
-    "openai",
-    "openai-new",
-    "anthropic",
-    "anthropic-old",
-    "llama.cpp",
-    "vllm",
-    "vllm-old",
-    "litellm",
-)
+PROVIDERS: tuple[Provider, ...] = get_args(Provider)
 OUTPUT_TOO: frozenset[Provider] = frozenset({"anthropic-old", "vllm-old"})
 """Providers that refuse the prompt and the output budget together over the window;
 the others refuse the prompt alone, and cut an answer that fills the window."""
