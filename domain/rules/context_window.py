@@ -101,8 +101,8 @@ def initial_budget(configured: int, window: int | None, *, follow_window: bool) 
 def most_messages(window: int) -> int:
     """How many messages a conversation may gain since its last compaction: building a
     request costs about the same per message whatever its size, so hundreds of small
-    stubs cost what a window of text does (64 at least; 256 on a 32k window)."""
-    return max(64, window // 128)
+    stubs cost what a window of text does (64 at least; 128 on a 32k window)."""
+    return max(64, window // 256)
 
 
 def fit_output(*, window: int, prompt: int, wanted: int) -> int | None:

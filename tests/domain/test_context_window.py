@@ -310,16 +310,16 @@ def test_the_last_window_of_any_agent_is_the_sessions() -> None:
 def test_a_conversation_that_gained_many_messages_is_compacted_below_the_threshold() -> None:
     from treadle.domain.rules.context_window import most_messages
 
-    assert most_messages(32_768) == 256 and most_messages(4_096) == 64
+    assert most_messages(32_768) == 128 and most_messages(4_096) == 64
 
     def crowded(stage: RoomStage, gained: int) -> RoomStep:
         return room_step(
             stage, prompt=2000, window=32_768, wanted=512, settings=SETTINGS, gained=gained
         )
 
-    assert crowded("start", 300) == Prune()
-    assert crowded("pruned", 300) == Compact()
-    assert crowded("start", 200) == Send(512)
+    assert crowded("start", 200) == Prune()
+    assert crowded("pruned", 200) == Compact()
+    assert crowded("start", 100) == Send(512)
 
 
 def test_a_refusal_for_length_is_never_one_of_the_seeds_retries() -> None:
