@@ -15,14 +15,17 @@ Example::
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
-from returns.result import Failure, Success
+from returns.result import Failure, Result, Success
 
-from treadle.adapters.checkpoints import ShadowRepository
-from treadle.adapters.sandbox import Sandbox
 from treadle.domain.values.events import Notice
 from treadle.domain.values.text import one_line
+
+if TYPE_CHECKING:
+    from treadle.adapters.checkpoints import Checkpoint, ShadowRepository
+    from treadle.adapters.sandbox import Sandbox
 
 
 class HostTurnStart:
@@ -30,12 +33,12 @@ class HostTurnStart:
 
     def __init__(
         self,
-        shadow: ShadowRepository | None,
+        shadow: ShadowRepository | Callable[[], ShadowRepository] | None,
         *,
         session: str = "",
         sandbox: Sandbox | None = None,
     ) -> None:
-        self.shadow = shadow
+        self._shadow = shadow
         self.session = session
         self.sandbox = sandbox
         self._shown: set[str] = set()
@@ -44,9 +47,9 @@ class HostTurnStart:
         notices: list[Notice] = []
         if self.sandbox is not None and self.sandbox.warning:
             notices.append(Notice("sandbox_unavailable", self.sandbox.warning))
-        if self.shadow is not None:
+        if self._shadow is not None:
             label = one_line(task, 100)
-            recorded = await asyncio.to_thread(self.shadow.record, session=self.session, task=label)
+            recorded = await asyncio.to_thread(self._record, label)
             match recorded:
                 case Success(checkpoint):
                     notices += [Notice("checkpoint_partial", n) for n in checkpoint.notices]
@@ -55,3 +58,16 @@ class HostTurnStart:
         fresh = [notice for notice in notices if notice.text not in self._shown]
         self._shown.update(notice.text for notice in fresh)
         return fresh
+
+    @property
+    def shadow(self) -> ShadowRepository | None:
+        """The shadow repository, made the first time it is needed (a factory given to
+        the constructor defers its import to the first checkpoint)."""
+        if callable(self._shadow):  # a repository itself is not callable
+            self._shadow = self._shadow()
+        return self._shadow
+
+    def _record(self, label: str) -> Result[Checkpoint, str]:
+        shadow = self.shadow
+        assert shadow is not None
+        return shadow.record(session=self.session, task=label)

@@ -8,11 +8,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from treadle.adapters.batch.results_file import ResultsFile
-from treadle.adapters.batch.screen import StderrBatchScreen
-from treadle.ports.batch import BatchScreen, ResultsLog, TurnEngine
 from treadle.ports.clock import Clock
+
+if TYPE_CHECKING:
+    from treadle.ports.batch import BatchScreen, ResultsLog, TurnEngine
 
 ENGINES = ("local", "ray")
 
@@ -39,6 +40,8 @@ def build_turn_engine(options: BatchOptions, clock: Clock) -> TurnEngine:
 
 
 def open_results_log(options: BatchOptions) -> Iterator[ResultsLog]:
+    from treadle.adapters.batch.results_file import ResultsFile  # only in a batch
+
     results = ResultsFile(options.results_path)
     try:
         yield results
@@ -47,4 +50,6 @@ def open_results_log(options: BatchOptions) -> Iterator[ResultsLog]:
 
 
 def build_batch_screen(options: BatchOptions) -> BatchScreen:
+    from treadle.adapters.batch.screen import StderrBatchScreen
+
     return StderrBatchScreen(results_path=options.results_path)

@@ -162,7 +162,7 @@ def in_force(app: AppConfig) -> list[str]:
     from treadle.domain.rules import context_window as rules
     from treadle.domain.values.model import ServerFacts
     from treadle.entrypoints.config import DEFAULT_MAX_TOKENS
-    from treadle.entrypoints.container import (
+    from treadle.entrypoints.wiring import (
         ModelNotConfigured,
         build_model,
         build_server,

@@ -25,10 +25,12 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from treadle.adapters.mcp.config import McpServerConfig, TableProblem, check_table, server_config
 from treadle.domain.values.prices import Prices
+
+if TYPE_CHECKING:
+    from treadle.adapters.mcp.config import McpServerConfig, TableProblem
 
 DEFAULT_MAX_TOKENS = 8192
 """The output budget when ``max_tokens`` is not set and the window is not known."""
@@ -349,6 +351,9 @@ def _check_model(model: str) -> None:
 
 
 def _check_servers(value: object) -> dict[str, dict[str, Any]]:
+    # The MCP client's modules are imported only when a server is configured.
+    from treadle.adapters.mcp.config import TableProblem, check_table
+
     if not isinstance(value, dict):
         raise ValueError(f"must be tables, [mcp_servers.NAME], not {_shown(value)}")
     servers = {}
@@ -367,6 +372,10 @@ def _table_problem(name: str, problem: TableProblem) -> str:
 
 def mcp_server_configs(app: AppConfig) -> tuple[McpServerConfig, ...]:
     """The configured MCP servers, in the order their tables came."""
+    if not app.mcp_servers:
+        return ()
+    from treadle.adapters.mcp.config import server_config
+
     return tuple(server_config(name, table) for name, table in app.mcp_servers.items())
 
 
@@ -648,6 +657,8 @@ def _combined(app: AppConfig) -> AppConfig:
             f"{app.origin('tool_timeout_max')}: tool_timeout_max: {app.tool_timeout_max:g} is "
             f"less than tool_timeout {app.tool_timeout:g} (from {app.origin('tool_timeout')})"
         )
+    if app.mcp_servers:
+        from treadle.adapters.mcp.config import TableProblem, server_config
     for name, table in app.mcp_servers.items():
         try:
             server_config(name, table)

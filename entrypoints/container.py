@@ -1,69 +1,63 @@
 """The composition root: one container wiring adapters to ports, for every way treadle runs.
 
-A one-turn run, an interactive session and a replay are all this container with some
-providers overridden; tests and library users override them the same way::
+A one-turn run, an interactive session, a replay and a batch are all this container
+with some providers overridden; tests and library users override them the same way::
 
     container = Container()
     container.model.override(providers.Object(ScriptedModel([...])))
     agent = container.agent()
 
-The session's resources (its transcript and its ``treadle.log``) are opened when first
-asked for and closed by ``container.shutdown_resources()``. A session of the command
-line starts with :func:`start_session` (its MCP servers start before its agent is
-built) and ends with :func:`end_session`.
+What each provider builds is in :mod:`treadle.entrypoints.wiring`. The session's
+resources (its transcript and its ``treadle.log``) are opened when first asked for and
+closed by ``container.shutdown_resources()``. A session of the command line starts
+with :func:`start_session` (its MCP servers start before its agent is built) and ends
+with :func:`end_session`.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
-from pathlib import Path
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING
 
-from treadle.adapters.instructions import ProjectInstructions, read_instructions
-from treadle.adapters.jsonl_transcript import JsonlTranscript
-from treadle.adapters.mcp.config import secret_values
-from treadle.adapters.mcp.servers import McpServers
-from treadle.adapters.plain_terminal import JsonLinesTerminal, PlainTerminal
+from treadle.adapters.instructions import ProjectInstructions
 from treadle.adapters.redact import RedactingTerminal, Redactor
-from treadle.adapters.session_log import LOG_FILE, session_log
-from treadle.adapters.sessions import (
-    META,
-    TRANSCRIPT,
-    SessionLock,
-    SessionLog,
-    SessionStore,
-    SessionUnusable,
-)
+from treadle.adapters.sessions import SessionLog
 from treadle.adapters.system_clock import SystemClock
-from treadle.domain.loop.context import SharedWindow
-from treadle.domain.loop.settings import SubAgentClocks, TurnSettings
-from treadle.domain.loop.turn import Agent, TurnPorts, core_tools
-from treadle.domain.rules.approval import POLICIES
-from treadle.domain.rules.context_window import ContextSettings, ContextState
+from treadle.domain.loop.settings import TurnSettings
+from treadle.domain.loop.turn import Agent, TurnPorts
+from treadle.domain.rules.context_window import ContextState
 from treadle.domain.rules.history import History
-from treadle.domain.rules.truncation import TokenBudget
-from treadle.domain.values.events import Notice, TurnEvent
+from treadle.domain.values.events import TurnEvent
 from treadle.domain.values.model import ContextWindow
-from treadle.domain.values.tools import ToolLimits
 from treadle.entrypoints.batch_wiring import (
     BatchOptions,
     build_batch_screen,
     build_turn_engine,
     open_results_log,
 )
-from treadle.entrypoints.config import (
-    DEFAULT,
-    DEFAULT_MAX_TOKENS,
-    RECORDED_SETTINGS,
-    AppConfig,
-    mcp_server_configs,
-    model_prices,
-    user_config_path,
-)
+from treadle.entrypoints.config import AppConfig
 from treadle.entrypoints.injector import containers, providers
 from treadle.entrypoints.interrupts import LeaveNow
-from treadle.ports.batch import BatchScreen, ResultsLog, TurnEngine
+from treadle.entrypoints.wiring import (
+    HTTP_PROVIDERS,
+    ModelNotConfigured,
+    build_agent,
+    build_model,
+    build_redactor,
+    build_runner,
+    build_sandbox,
+    build_server,
+    build_settings,
+    build_terminal,
+    build_tools,
+    build_turn_start,
+    context_so_far,
+    conversation_so_far,
+    open_mcp_servers,
+    open_session_log,
+    open_transcript,
+    read_project_instructions,
+)
 from treadle.ports.clock import Clock
 from treadle.ports.model import Model, ModelServer
 from treadle.ports.process import ProcessRunner
@@ -72,334 +66,21 @@ from treadle.ports.tools import Tool
 from treadle.ports.turn_start import TurnStart
 
 if TYPE_CHECKING:
-    from treadle.adapters.http_model.endpoint import HttpModel
+    from treadle.adapters.mcp.servers import McpServers
     from treadle.adapters.sandbox import Sandbox
-    from treadle.domain.rules.sandbox import SandboxMode
+    from treadle.ports.batch import BatchScreen, ResultsLog, TurnEngine
 
-
-class ModelNotConfigured(Exception):
-    """No model, or one treadle does not know: the turn is blocked before it starts."""
-
-
-HTTP_PROVIDERS = ("openai", "openai-responses", "anthropic")
-
-
-def build_model(app: AppConfig, clock: Clock, session_id: str = "") -> Model:
-    """The model adapter ``app.model`` names: ``demo``, ``script:PATH``, ``openai:NAME``…
-
-    A bare name picks its provider: ``claude-…`` is Anthropic, anything else is
-    OpenAI-compatible (``--model qwen2.5-coder --base-url …`` for a local server).
-    ``openai:NAME`` speaks Chat Completions unless ``api = "responses"``;
-    ``openai-responses:NAME`` always speaks the Responses API. ``session_id`` keys
-    OpenAI's prompt cache.
-    """
-    if not app.model:
-        raise ModelNotConfigured(
-            "no model configured: pass --model (openai:NAME, anthropic:NAME or demo)"
-        )
-    provider, _, name = app.model.partition(":")
-    if provider == "demo" and not name:
-        from treadle.adapters.demo import demo_model
-
-        return demo_model(clock)
-    if provider == "script" and name:
-        return _scripted_model(name, clock)
-    if provider in HTTP_PROVIDERS and name:
-        return _http_model(provider, name, app, session_id)
-    if not name and provider not in (*HTTP_PROVIDERS, "script"):
-        inferred = "anthropic" if provider.startswith("claude") else "openai"
-        return _http_model(inferred, provider, app, session_id)
-    raise ModelNotConfigured(
-        f"unknown model {app.model!r}: use openai:NAME, openai-responses:NAME, anthropic:NAME, "
-        "demo or script:PATH"
-    )
-
-
-def _scripted_model(path: str, clock: Clock) -> Model:
-    from treadle.adapters.fakes.model import ScriptedModel
-
-    try:
-        return ScriptedModel.from_json(path, clock)
-    except (OSError, ValueError, KeyError, TypeError) as error:
-        raise ModelNotConfigured(f"cannot load the script {path}: {error}") from None
-
-
-def _http_model(provider: str, name: str, app: AppConfig, session_id: str) -> Model:
-    adapter: type[HttpModel]
-    # Each protocol is imported only when it is the one used.
-    if provider == "openai-responses" or (provider == "openai" and app.api == "responses"):
-        from treadle.adapters.http_model.openai_responses import OpenAIResponsesModel as adapter
-    elif provider == "openai":
-        from treadle.adapters.http_model.openai_chat import OpenAIChatModel as adapter
-    else:
-        from treadle.adapters.http_model.anthropic import AnthropicModel as adapter
-    from treadle.adapters.http_model.endpoint import ModelOptions
-    from treadle.adapters.http_model.transport import StreamLimits
-
-    key_env = app.key_env or adapter.KEY_ENV
-    try:
-        return adapter(
-            model=name,
-            base_url=app.base_url or None,
-            api_key=os.environ.get(key_env) or None,
-            key_env=key_env,
-            connect_timeout=app.connect_timeout,
-            read_timeout=app.read_timeout,
-            limits=StreamLimits(app.answer_limit, app.event_limit),
-            options=ModelOptions(
-                effort=app.effort,
-                session=session_id,
-                reasoning_echo=app.reasoning_echo != "off",
-            ),
-        )
-    except ValueError as error:  # checked in the configuration already; this is the last word
-        raise ModelNotConfigured(str(error)) from None
-
-
-def build_server(model: Model) -> ModelServer | None:
-    """Who says what the model's window is: the model's own adapter, when it can."""
-    return model if isinstance(model, ModelServer) else None
-
-
-def build_runner(app: AppConfig, redactor: Redactor, sandbox: Sandbox) -> ProcessRunner:
-    from treadle.adapters.process import SubprocessRunner
-
-    return SubprocessRunner(passthrough_env=app.env_passthrough, redactor=redactor, sandbox=sandbox)
-
-
-def build_sandbox(app: AppConfig, state_dir: str) -> Sandbox:
-    """The session's sandbox: ``app.sandbox`` over the workspace. A mode the person set
-    (a file, a variable, a flag) is explicit: without Landlock it refuses commands."""
-    from treadle.adapters.checkpoints import workspace_key
-    from treadle.adapters.sandbox import Sandbox
-
-    workspace = os.path.realpath(app.workspace)
-    cache = os.path.join(state_dir, "cache", workspace_key(workspace)) if state_dir else ""
-    mode = cast("SandboxMode", app.sandbox)
-    explicit = app.origin("sandbox") != DEFAULT
-    return Sandbox(mode, workspace, explicit=explicit, writable=app.sandbox_writable, cache=cache)
-
-
-def build_turn_start(
-    app: AppConfig, state_dir: str, session_dir: str, sandbox: Sandbox
-) -> TurnStart | None:
-    """Before each turn: a checkpoint of the workspace (only for a session, which has a
-    state folder to keep it in) and the sandbox's warning."""
-    if not state_dir:
-        return None
-    from treadle.adapters.checkpoints import shadow_for
-    from treadle.adapters.turn_start import HostTurnStart
-
-    shadow = shadow_for(state_dir, app.workspace)
-    return HostTurnStart(shadow, session=os.path.basename(session_dir), sandbox=sandbox)
-
-
-def build_tools(servers: McpServers | None = None) -> list[Tool]:
-    """The built-in tools, then those of the MCP servers that started."""
-    from treadle.adapters.tools import file_tools
-
-    return core_tools() + file_tools() + (servers.tools() if servers is not None else [])
-
-
-def open_mcp_servers(app: AppConfig, session_dir: str, redactor: Redactor) -> Iterator[McpServers]:
-    """The configured MCP servers (started by :func:`start_session`), their stderr in
-    the session's folder. Closing them is awaited by :func:`end_session`; what is
-    still running at the end is killed here."""
-    servers = McpServers(
-        mcp_server_configs(app),
-        workspace=os.path.realpath(app.workspace),
-        log_dir=session_dir,
-        passthrough_env=app.env_passthrough,
-        allowed=app.mcp_allowed,
-        redactor=redactor,
-    )
-    try:
-        yield servers
-    finally:
-        servers.kill_now()
-
-
-def read_project_instructions(app: AppConfig) -> ProjectInstructions:
-    """AGENTS.md from the user's folder and from the project root down, unless turned off."""
-    if not app.project_instructions:
-        return ProjectInstructions()
-    return read_instructions(
-        app.workspace,
-        user_folder=str(user_config_path(os.environ).parent),
-        limit=app.project_instructions_limit,
-    )
-
-
-def build_terminal(
-    mode: str, resume_hint: str, leave_now: LeaveNow, verbose: bool = False
-) -> Terminal:
-    """The screen for ``mode``: ``json`` (one event per line), ``tty`` (the full display
-    with its keys) or ``plain`` (lines, for a pipe or ``--print``). ``verbose`` shows
-    the model's reasoning in full (plain lines show it only then)."""
-    if mode == "json":
-        return JsonLinesTerminal(resume_hint=resume_hint)
-    if mode == "tty":
-        from treadle.adapters.blessed_terminal import BlessedTerminal
-
-        return BlessedTerminal(resume_hint=resume_hint, leave_now=leave_now, verbose=verbose)
-    return PlainTerminal(resume_hint=resume_hint, verbose=verbose)
-
-
-def build_redactor(app: AppConfig) -> Redactor:
-    """Secrets out of transcripts and the screen: secret-looking variables and the key."""
-    key_envs = [app.key_env] if app.key_env else []
-    # What MCP servers are configured with: tokens in their env, headers or variables,
-    # under names the redactor takes for secrets' (they hold SECRET).
-    configured = {}
-    for server in mcp_server_configs(app):
-        key_envs += [server.bearer_token_env] if server.bearer_token_env else []
-        for index, value in enumerate(secret_values(server)):
-            configured[f"TREADLE_MCP_{server.name}_SECRET_{index}"] = value
-    return Redactor.from_environ({**os.environ, **configured}, also=key_envs)
-
-
-def open_session_log(app: AppConfig, session_dir: str, redactor: Redactor) -> Iterator[str]:
-    """The session's ``treadle.log`` while the session runs (no file without a session)."""
-    if not session_dir:
-        yield ""
-        return
-    with session_log(os.path.join(session_dir, LOG_FILE), redactor.redact, app.log_level) as path:
-        yield path
-
-
-def open_transcript(
-    app: AppConfig, session_dir: str, redactor: Redactor, screen: Terminal
-) -> Iterator[SessionLog | None]:
-    """The session's transcript and record, in ``session_dir`` (created when new), held
-    with the session's lock while it is open.
-
-    Raises SessionBusy when another treadle holds the session, SessionUnusable when the
-    state folder cannot hold it; a write that fails later is a notice, not the turn's end.
-    """
-    if not session_dir:
-        yield None
-        return
-    folder = Path(session_dir)
-    lock = SessionLock(folder)
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-        lock.acquire()
-        if not (folder / META).is_file():
-            SessionStore(folder.parent, redactor.redact).create(
-                folder.name,
-                workspace=os.path.realpath(app.workspace),
-                model=app.model,
-                base_url=app.base_url,
-                settings={key: getattr(app, key) for key in RECORDED_SETTINGS},
-            )
-        transcript = JsonlTranscript(folder / TRANSCRIPT, redact=redactor)
-        transcript.open()
-    except OSError as error:
-        lock.release()
-        where = error.filename or folder
-        raise SessionUnusable(
-            f"cannot keep the session in {where}: {error.strerror or error} "
-            "(TREADLE_STATE_DIR moves the state folder)"
-        ) from None
-
-    def tell(problem: str) -> None:
-        screen.show(Notice("transcript_failed", problem))
-
-    log = SessionLog(folder, transcript, redactor.redact, on_problem=tell, lock=lock)
-    try:
-        yield log
-    finally:
-        log.close()
-
-
-def conversation_so_far(log: SessionLog | None) -> History:
-    """A session folder that already holds a transcript is continued (``--resume``)."""
-    try:
-        history = log.conversation_so_far() if log is not None else None
-    except OSError as error:  # the repairs it records could not be written
-        raise SessionUnusable(
-            f"cannot continue the session in {log.folder if log else ''}: {error.strerror or error}"
-        ) from None
-    return history if history is not None else History()
-
-
-def context_so_far(
-    log: SessionLog | None, history: History
-) -> tuple[ContextState, ContextWindow | None]:
-    """What a continued session's accounting knew, and its window (nothing when new)."""
-    if log is None:
-        return ContextState(messages=len(history)), None
-    return log.context_so_far(history)
-
-
-def build_settings(
-    app: AppConfig,
-    session_dir: str,
-    interactive: bool,
-    log_path: str,
-    instructions: ProjectInstructions,
-) -> TurnSettings:
-    approval = app.approval or ("ask" if interactive else "auto")
-    if approval not in POLICIES:
-        raise ValueError(f"approval must be one of {', '.join(POLICIES)}, not {approval!r}")
-    max_tokens = app.max_tokens if app.max_tokens is not None else DEFAULT_MAX_TOKENS
-    return TurnSettings(
-        workspace=os.path.realpath(app.workspace),
-        session_dir=session_dir,
-        instructions=instructions.text,
-        budget=TokenBudget(
-            max_tokens,
-            app.token_growth,
-            app.max_tokens_cap,
-            app.continuations,
-            app.thinking_budget,
-        ),
-        context=context_settings(app),
-        approval=approval,
-        allowed_prefixes=app.allowed_prefixes,
-        limits=ToolLimits(
-            default_timeout=app.tool_timeout,
-            max_timeout=app.tool_timeout_max,
-            output_limit=app.output_limit,
-            passthrough_env=app.env_passthrough,
-        ),
-        subagents=SubAgentClocks(app.subagent_check_interval, app.subagent_deadline),
-        subagent_depth=app.subagent_depth,
-        log_path=log_path,
-        prices=model_prices(app),
-    )
-
-
-def context_settings(app: AppConfig) -> ContextSettings:
-    """How the conversation is kept within the window: the configured window (if any)
-    with its origin, the threshold, and whether the budget follows the window."""
-    window = None
-    if app.context_window is not None:
-        window = ContextWindow(
-            app.context_window, f"configuration ({app.origin('context_window')})"
-        )
-    return ContextSettings(
-        window=window,
-        compact_at=app.compact_at,
-        follow_window=app.max_tokens is None,
-    )
-
-
-def build_agent(
-    ports: TurnPorts,
-    settings: TurnSettings,
-    tools: list[Tool],
-    history: History,
-    leave: LeaveNow,
-    resumed: tuple[ContextState, ContextWindow | None],
-) -> Agent:
-    """The session's agent; a second Ctrl-C records its running turn as paused."""
-    state, window = resumed
-    agent = Agent(
-        ports, settings, tools, history=history, context=state, window=SharedWindow(window)
-    )
-    leave.agent = agent
-    return agent
+__all__ = [
+    "HTTP_PROVIDERS",
+    "Container",
+    "ModelNotConfigured",
+    "build_model",
+    "build_redactor",
+    "build_tools",
+    "end_session",
+    "session_container",
+    "start_session",
+]
 
 
 class Container(containers.DeclarativeContainer):
@@ -442,7 +123,7 @@ class Container(containers.DeclarativeContainer):
         context_so_far, transcript, history
     )
     server: providers.Provider[ModelServer | None] = providers.Singleton(build_server, model)
-    mcp_servers: providers.Resource[McpServers] = providers.Resource(
+    mcp_servers: providers.Resource[McpServers | None] = providers.Resource(
         open_mcp_servers, app, session_dir, redactor
     )
     tools: providers.Provider[list[Tool]] = providers.Singleton(build_tools, mcp_servers)
@@ -514,14 +195,17 @@ async def start_session(container: Container) -> Agent:
 
     for notice in container.instructions().notices():
         notify(notice)
-    await container.mcp_servers().start(notify)
+    servers = container.mcp_servers()
+    if servers is not None:
+        await servers.start(notify)
     return container.agent()
 
 
 async def end_session(container: Container) -> None:
     """Stop the session's MCP servers, then close its resources."""
     try:
-        if container.mcp_servers.initialized:
-            await container.mcp_servers().close()
+        servers = container.mcp_servers() if container.mcp_servers.initialized else None
+        if servers is not None:
+            await servers.close()
     finally:
         container.shutdown_resources()

@@ -45,7 +45,7 @@ async def show_mcp_servers(args: argparse.Namespace, out: TextIO) -> int:
     with tempfile.TemporaryDirectory(prefix="treadle-mcp-") as logs:
         app, container = _container(args, logs)
         servers = container.mcp_servers()
-        if not servers.configs:
+        if servers is None:
             user, project = user_config_path(os.environ), project_config_path(app.workspace)
             print(
                 f"No MCP servers configured: add [mcp_servers.NAME] tables to {user} or {project}.",

@@ -1,66 +1,29 @@
 """Sub-agents: the same loop on a sub-task, on the two clocks its caller set.
 
-What happens when is decided by :mod:`treadle.domain.rules.watching`; this module
-runs the sub-agent, feeds the watch its events (the clock, the end of the work or of
-the report, the caller's stop) and carries out what the watch says.
+:class:`AgentTool` is what the model calls; the sub-agent it starts is watched by a
+:class:`~treadle.domain.loop.watcher.SubAgentWatcher` (imported when a sub-agent first
+starts: most turns never run one), which drives the pure watch of
+:mod:`treadle.domain.rules.watching`.
 """
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable, Mapping
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any
 
-from treadle.domain.loop.prompt import REPORT_REQUEST
-from treadle.domain.loop.response import Answer
 from treadle.domain.loop.settings import SubAgentClocks
-from treadle.domain.loop.stop import StopSignal
-from treadle.domain.rules.history import History
-from treadle.domain.rules.watching import (
-    MIN_CHECK_INTERVAL,
-    AskForReport,
-    CallerStopped,
-    Finish,
-    ReportEnded,
-    ReportProgress,
-    StopReport,
-    StopWork,
-    Tick,
-    Watch,
-    WatchEvent,
-    WorkEnded,
-    start_watch,
-    step,
-)
 from treadle.domain.values.conversation import Usage
-from treadle.domain.values.events import SubAgentFinished, SubAgentProgress, SubAgentStarted
 from treadle.domain.values.model import ToolSpec
-from treadle.domain.values.outcome import SubAgentEnded, TurnEnding, TurnOutcome
-from treadle.domain.values.tools import Access, EndTurn, ToolOutcome, ToolResult
+from treadle.domain.values.tools import (
+    MIN_CHECK_INTERVAL,
+    Access,
+    ToolOutcome,
+    ToolResult,
+)
 from treadle.ports.tools import ToolContext
 
-
-class SubAgent(Protocol):
-    """What a sub-agent is to the one watching it (an :class:`~.turn.Agent`)."""
-
-    @property
-    def name(self) -> str: ...
-
-    @property
-    def history(self) -> History: ...
-
-    @property
-    def usage(self) -> Usage: ...
-
-    @property
-    def requests(self) -> int: ...
-
-    @property
-    def doing(self) -> str: ...
-
-    async def run_turn(self, task: str, stop: StopSignal) -> TurnOutcome: ...
-
-    async def answer_without_tools(self, task: str, stop: StopSignal) -> Answer | TurnEnding: ...
+if TYPE_CHECKING:
+    from treadle.domain.loop.watcher import SubAgent
 
 
 class AgentTool:
@@ -128,6 +91,8 @@ class AgentTool:
         child = self._spawn(
             f"{context.agent}/agent-{number}" if context.agent else f"agent-{number}"
         )
+        from treadle.domain.loop.watcher import SubAgentWatcher
+
         clocks = self._clocks
         watcher = SubAgentWatcher(
             child,
@@ -144,165 +109,3 @@ class AgentTool:
 def depth(name: str) -> int:
     """How deep an agent is: 0 for the main one, 1 for ``agent-1``, 2 for ``agent-1/agent-2``."""
     return name.count("/") + 1 if name else 0
-
-
-class SubAgentWatcher:
-    """One sub-agent at work, driven by its :class:`~treadle.domain.rules.watching.Watch`."""
-
-    def __init__(
-        self,
-        child: SubAgent,
-        task: str,
-        context: ToolContext,
-        *,
-        check_interval: float,
-        deadline: float,
-        grace: float,
-        add_usage: Callable[[Usage], None],
-    ) -> None:
-        self.child, self.task, self.context = child, task, context
-        self.add_usage = add_usage
-        self.check_interval, self.deadline = check_interval, deadline
-        self.clock = context.clock
-        self.started = self.clock.now()
-        self.watch: Watch = start_watch(
-            now=self.started, check_interval=check_interval, deadline=deadline, grace=grace
-        )
-        self._work_stop = StopSignal()
-        self._report_stop = StopSignal()
-        self._work: asyncio.Future[TurnOutcome] | None = None
-        self._report: asyncio.Future[Answer | TurnEnding] | None = None
-        self._caller: asyncio.Future[None] | None = None
-        self._report_text = ""
-
-    async def run(self) -> ToolOutcome:
-        child, context = self.child, self.context
-        context.emit(
-            SubAgentStarted(
-                child.name, self.task, self.check_interval, self.deadline, context.agent
-            )
-        )
-        self._work = asyncio.ensure_future(child.run_turn(self.task, self._work_stop))
-        self._caller = asyncio.ensure_future(context.until_stopped())
-        finish: Finish | None = None
-        ending = "stopped"
-        try:
-            while finish is None:
-                self.watch, actions = step(self.watch, await self._next_event())
-                for action in actions:
-                    match action:
-                        case ReportProgress():
-                            context.emit(
-                                SubAgentProgress(
-                                    child.name,
-                                    child.doing,
-                                    child.requests,
-                                    child.usage,
-                                    self.clock.now() - self.started,
-                                    context.agent,
-                                )
-                            )
-                        case StopWork():
-                            self._work_stop.set("deadline")
-                        case AskForReport():
-                            self._report = asyncio.ensure_future(
-                                child.answer_without_tools(REPORT_REQUEST, self._report_stop)
-                            )
-                        case StopReport():
-                            self._report_stop.set("deadline")
-                        case Finish():
-                            finish = action
-            ending = self._ending(finish)
-            return self._result(finish)
-        finally:
-            await _cancel(self._work, self._report, self._caller)
-            self.add_usage(child.usage)
-            context.emit(
-                SubAgentFinished(
-                    child.name,
-                    ending,
-                    child.requests,
-                    child.usage,
-                    self.clock.now() - self.started,
-                    context.agent,
-                )
-            )
-
-    async def _next_event(self) -> WatchEvent:
-        """Wait for whatever comes first: the work's end, the report's, the caller's stop,
-        or the next time the watch wakes."""
-        pending: set[asyncio.Future[Any]] = {
-            future for future in (self._work, self._report, self._caller) if future is not None
-        }
-        timer: asyncio.Future[None] | None = None
-        wakes_at = self.watch.wakes_at
-        if wakes_at != float("inf"):
-            timer = asyncio.ensure_future(self.clock.sleep(max(0.0, wakes_at - self.clock.now())))
-            pending.add(timer)
-        try:
-            await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            if timer is not None and not timer.done():
-                timer.cancel()
-        return self._event_of_what_ended()
-
-    def _event_of_what_ended(self) -> WatchEvent:
-        now = self.clock.now()
-        if self._work is not None and self._work.done():
-            outcome = self._work.result()
-            self._work = None
-            return WorkEnded(outcome, now)
-        if self._report is not None and self._report.done():
-            answer = self._report.result()
-            self._report = None
-            self._report_text = answer.text if isinstance(answer, Answer) else ""
-            return ReportEnded(self._report_text)
-        if self._caller is not None and self._caller.done():
-            self._caller = None
-            return CallerStopped()
-        return Tick(now)
-
-    def _ending(self, finish: Finish) -> str:
-        """What :class:`SubAgentFinished` says: the ending, or the outcome's own line."""
-        if finish.ending in ("failed", "ends the caller"):
-            return finish.outcome.screen_line
-        return finish.ending
-
-    def _result(self, finish: Finish) -> ToolOutcome:
-        child = self.child
-        match finish.ending:
-            case "finished":
-                text = child.history.last_assistant_text() or "(the sub-agent answered nothing)"
-                return ToolResult(text, status="finished")
-            case "deadline":
-                report = self._report_text if finish.report == "report" else self._summary()
-                text = (
-                    f"The sub-agent was stopped at its deadline of {self.deadline:g} s. "
-                    f"Its report:\n{report}"
-                )
-                return ToolResult(text, status="deadline")
-            case "stopped":
-                text = f"The sub-agent was stopped by its caller. {self._summary()}"
-                return ToolResult(text, is_error=True, status="stopped")
-        line = finish.outcome.screen_line
-        text = f"The sub-agent ended without finishing ({line}). {self._summary()}"
-        if finish.ending == "ends the caller":
-            return EndTurn(SubAgentEnded(child.name, finish.outcome), text)
-        return ToolResult(text, is_error=True, status=line)
-
-    def _summary(self) -> str:
-        """A report made from the record, when the sub-agent could not write one."""
-        child = self.child
-        said = child.history.last_assistant_text() or "nothing"
-        return (
-            f"{child.requests} requests, {child.usage.total} tokens. "
-            f"It was {child.doing}. The last thing it said: {said}"
-        )
-
-
-async def _cancel(*futures: asyncio.Future[Any] | None) -> None:
-    """Cancel what is still running and wait for its cleanup (a stopped turn's record)."""
-    running = [future for future in futures if future is not None and not future.done()]
-    for future in running:
-        future.cancel()
-    await asyncio.gather(*running, return_exceptions=True)

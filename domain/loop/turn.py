@@ -137,6 +137,7 @@ class Agent:
         self.usage = Usage()
         self.requests_before_turn = 0
         self._turn_started: float | None = None
+        self._host_start: asyncio.Future[Sequence[Notice]] | None = None
 
     # What the terminal and the caller see ------------------------------------
 
@@ -192,8 +193,11 @@ class Agent:
             self.emit(TurnStarted(task, self.name))
         close_unanswered(self.history)
         self.history.append(Message.user(task))
+        self._host_start = self._start_host(task)
         try:
-            cause = await self._before_turn(task, stop) or await self._loop(stop)
+            cause = await self._loop(stop)
+            if not stop.is_set:  # a stopped turn does not wait for its checkpoint
+                await self._host_started(stop)
         except asyncio.CancelledError:
             close_unanswered(self.history)
             self._end(end_turn(Stopped()), started)
@@ -235,16 +239,26 @@ class Agent:
         if started is not None:
             self._end(end_turn(Stopped()), started)
 
-    async def _before_turn(self, task: str, stop: StopSignal) -> TurnEnding | None:
-        """The host's part of a main turn's start (a checkpoint); a stop ends the turn."""
+    def _start_host(self, task: str) -> asyncio.Future[Sequence[Notice]] | None:
+        """The host's part of a main turn's start (a checkpoint of the workspace). It
+        runs while the first request is made, and every tool waits for it: nothing can
+        change the workspace before it is recorded."""
         if self.name or self.ports.turn_start is None:
             return None
-        notices = await stop.race(self.ports.turn_start.before_turn(task))
+        return asyncio.ensure_future(self.ports.turn_start.before_turn(task))
+
+    async def _host_started(self, stop: StopSignal) -> bool:
+        """Wait for the turn's start on the host; False when the stop came first (the
+        checkpoint itself is left to finish)."""
+        started, self._host_start = self._host_start, None
+        if started is None:
+            return True
+        notices = await stop.race(_shielded(started))
         if isinstance(notices, StoppedFirst):
-            return Stopped()
+            return False
         for notice in notices:
             self.emit(notice)
-        return None
+        return True
 
     async def _loop(self, stop: StopSignal) -> TurnEnding:
         if not self.name and await stop.race(self._ask_the_server()) is STOPPED:
@@ -285,7 +299,9 @@ class Agent:
         """Run the calls in order; read-only ones and sub-agents side by side."""
         results: dict[str, ToolOutcome] = {}
         ended: TurnEnding | None = None
-        for batch in _batches(answer.tool_calls, self.tools):
+        if not await self._host_started(stop):
+            ended = Stopped()
+        for batch in _batches(answer.tool_calls, self.tools) if ended is None else ():
             if isinstance(self.tools.get(batch[0].name), AgentTool):
                 # Sub-agents hear the stop themselves, end at once and still report.
                 await self._run_batch(batch, results, stop)
@@ -455,3 +471,8 @@ def _batches(calls: Sequence[ToolCall], tools: dict[str, Tool]) -> list[list[Too
             batches.append([call])
         previous = kind
     return batches
+
+
+async def _shielded(started: asyncio.Future[Sequence[Notice]]) -> Sequence[Notice]:
+    """The host's start, awaited without cancelling it when the wait is."""
+    return await asyncio.shield(started)

@@ -25,9 +25,7 @@ from dataclasses import dataclass, replace
 from typing import Literal
 
 from treadle.domain.values.outcome import OutcomeKind, Stopped, TurnOutcome, end_turn
-
-MIN_CHECK_INTERVAL = 0.1
-"""Below this, progress reports would flood the terminal and the transcript."""
+from treadle.domain.values.tools import MIN_CHECK_INTERVAL
 
 
 class Phase(enum.Enum):

@@ -7,6 +7,10 @@ from typing import Literal
 
 from treadle.domain.values.outcome import TurnEnding
 
+MIN_CHECK_INTERVAL = 0.1
+"""The shortest a sub-agent's progress interval may be: below it, progress reports
+would flood the terminal and the transcript."""
+
 Access = Literal["read", "write", "execute", "none"]
 """What a tool does to the machine; the approval policy decides on this."""
 

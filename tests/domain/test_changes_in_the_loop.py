@@ -1,6 +1,6 @@
 """The loop's part in seeing and taking back changes: the host's turn start (a checkpoint)
-before the first request, the diff a write asks approval for, the diff a call made, and
-a sandbox that cannot be had ending the turn blocked."""
+made while the first request is, before any tool runs; the diff a write asks approval
+for, the diff a call made, and a sandbox that cannot be had ending the turn blocked."""
 
 from __future__ import annotations
 
@@ -16,10 +16,9 @@ from treadle.domain.loop.settings import TurnSettings
 from treadle.domain.loop.turn import Agent, TurnPorts, core_tools
 from treadle.domain.values.events import (
     Notice,
-    RequestSent,
+    ResponseReceived,
     ToolFinished,
     TurnEvent,
-    TurnStarted,
 )
 from treadle.domain.values.model import ToolSpec
 from treadle.domain.values.outcome import OutcomeKind
@@ -85,15 +84,22 @@ def kinds(events: Sequence[TurnEvent]) -> list[str]:
     return [type(event).__name__ for event in events]
 
 
-async def test_the_host_prepares_each_turn_before_its_first_request_and_its_notices_show() -> None:
+async def test_the_host_prepares_each_turn_and_its_notices_show_before_the_turn_ends() -> None:
     turn_start = RecordingTurnStart([Notice("checkpoint_partial", "big.bin not recorded")])
     agent, terminal, _ = agent_with([R.saying("one"), R.saying("two")], turn_start=turn_start)
     await agent.run_turn("first")
     await agent.run_turn("second")
     assert turn_start.tasks == ["first", "second"]
-    assert kinds(terminal.events)[:3] == ["TurnStarted", "MessageAdded", "Notice"]
-    first_request = next(i for i, e in enumerate(terminal.events) if isinstance(e, RequestSent))
-    assert kinds(terminal.events).index("Notice") < first_request
+    shown = kinds(terminal.events)
+    assert shown.index("Notice") < shown.index("TurnEnded")
+
+
+async def test_no_tool_runs_before_the_host_has_recorded_the_workspace() -> None:
+    turn_start = RecordingTurnStart([Notice("checkpoint_partial", "big.bin not recorded")])
+    agent, terminal, _ = agent_with([R.calling("overwrite"), R.saying("ok")], turn_start=turn_start)
+    await agent.run_turn("change f")
+    shown = kinds(terminal.events)
+    assert shown.index("RequestSent") < shown.index("Notice") < shown.index("ToolStarted")
 
 
 async def test_a_sub_agent_does_not_record_a_checkpoint_of_its_own() -> None:
@@ -115,13 +121,18 @@ async def test_a_sub_agent_does_not_record_a_checkpoint_of_its_own() -> None:
     assert turn_start.tasks == ["delegate"]
 
 
-async def test_a_stop_while_the_turn_is_being_prepared_pauses_it_before_any_request() -> None:
+async def test_a_stop_while_the_workspace_is_being_recorded_pauses_the_turn_before_any_tool() -> (
+    None
+):
     turn_start = RecordingTurnStart(hang=True)
-    terminal = RecordingTerminal(press_esc_when=lambda event: isinstance(event, TurnStarted))
-    agent, _, model = agent_with([R.saying("never")], turn_start=turn_start, terminal=terminal)
+    terminal = RecordingTerminal(press_esc_when=lambda event: isinstance(event, ResponseReceived))
+    agent, _, model = agent_with(
+        [R.calling("overwrite"), R.saying("never")], turn_start=turn_start, terminal=terminal
+    )
     outcome = await asyncio.wait_for(agent.run_turn("huge tree"), 5)
     assert outcome.kind is OutcomeKind.PAUSED
-    assert model.requests == []
+    assert len(model.requests) == 1
+    assert not [e for e in terminal.events if isinstance(e, ToolFinished) and not e.is_error]
 
 
 async def test_the_approval_for_a_write_carries_the_diff_it_would_make() -> None:
