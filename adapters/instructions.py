@@ -16,7 +16,9 @@ Example::
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
 from dataclasses import dataclass
 
 from treadle.domain.values.events import Notice
@@ -125,28 +127,43 @@ def read_instructions(
     files: list[InstructionFile] = []
     sections: list[str] = []
     room = limit
+    root = project_root(workspace)
+    user = os.path.realpath(user_folder) if user_folder else ""
     for path, from_user in found:
         try:
-            with open(path, "rb") as source:
-                data = source.read()
+            size, kept = _read_within(path, user if from_user else root, room)
         except OSError as error:
             files.append(InstructionFile(path, 0, 0, from_user, error.strerror or str(error)))
             continue
-        if not data.strip():  # read, and nothing to say
-            files.append(InstructionFile(path, len(data), len(data), from_user))
+        if not kept.strip() and size == len(kept):  # read, and nothing to say
+            files.append(InstructionFile(path, size, size, from_user))
             continue
-        kept = data[:room]
-        text = kept.decode("utf-8", "ignore" if len(kept) < len(data) else "replace")
-        included = len(text.encode("utf-8")) if len(kept) < len(data) else len(data)
+        text = kept.decode("utf-8", "ignore" if len(kept) < size else "replace")
+        included = len(text.encode("utf-8")) if len(kept) < size else size
         room -= included
-        files.append(InstructionFile(path, len(data), included, from_user))
-        sections.append(_section(path, text, len(data) - included))
-    instructions = ProjectInstructions(project_root(workspace), limit, tuple(files))
+        files.append(InstructionFile(path, size, included, from_user))
+        sections.append(_section(path, text, size - included))
+    instructions = ProjectInstructions(root, limit, tuple(files))
     if not sections:
         return instructions
     return ProjectInstructions(
         instructions.root, limit, instructions.files, "\n\n".join([HEADING, *sections])
     )
+
+
+def _read_within(path: str, tree: str, room: int) -> tuple[int, bytes]:
+    """The size of the file at ``path`` and at most ``room`` bytes of it. A link that
+    leads out of ``tree`` (the project, or the user's folder) is not followed: a cloned
+    repository's AGENTS.md must not send ~/.ssh/id_rsa to the model."""
+    real = os.path.realpath(path)
+    if os.path.commonpath([real, tree]) != tree:
+        raise OSError(errno.EACCES, f"it leads outside {tree} (to {real}); not read")
+    descriptor = os.open(real, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    with os.fdopen(descriptor, "rb") as source:
+        status = os.fstat(source.fileno())
+        if not stat.S_ISREG(status.st_mode):
+            raise OSError(errno.EINVAL, "not a regular file; not read")
+        return status.st_size, source.read(min(room, status.st_size))
 
 
 def _section(path: str, text: str, left_out: int) -> str:

@@ -155,6 +155,8 @@ def read_transcript(path: str | Path) -> Iterator[TurnEvent]:
             raise TranscriptDamaged(f"{path}:{number + 1}: not a record: {error}") from None
         except RecursionError:
             raise TranscriptDamaged(f"{path}:{number + 1}: nested too deeply") from None
+        except ValueError as error:  # a number longer than Python reads
+            raise TranscriptDamaged(f"{path}:{number + 1}: not a record: {error}") from None
         try:
             event = record_to_event(record)
         except (ValueError, RecursionError) as error:

@@ -62,7 +62,9 @@ ANSWER_NOTES = (
 that the answer reads as one."""
 
 # json.dumps escapes C0 but leaves DEL, C1 and the bidi controls as they are.
-_JSON_UNESCAPED_CONTROL = re.compile(r"[\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+_JSON_UNESCAPED_CONTROL = re.compile(
+    r"[\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]"
+)
 
 
 def counted(number: int, noun: str) -> str:

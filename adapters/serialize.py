@@ -126,7 +126,12 @@ def _build(kind: Any, value: Any, where: str) -> Any:
         isinstance(value, bool) is not (kind is bool) or not isinstance(value, expected)
     ):
         raise ValueError(f"{where}: must be {_SCALAR_NAMES[kind]}, not {_kind_of(value)}")
-    return float(value) if kind is float else value
+    if kind is float:
+        try:
+            return float(value)
+        except OverflowError:  # a whole number with hundreds of digits
+            raise ValueError(f"{where}: {_kind_of(value)} too large for a number") from None
+    return value
 
 
 _SCALARS: dict[Any, tuple[type, ...]] = {

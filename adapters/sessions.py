@@ -24,6 +24,7 @@ import contextlib
 import dataclasses
 import fcntl
 import json
+import logging
 import os
 import typing
 from collections.abc import Callable, Iterable, Mapping
@@ -45,6 +46,7 @@ from treadle.domain.values.events import (
 )
 from treadle.domain.values.model import ContextWindow
 
+log = logging.getLogger(__name__)
 TRANSCRIPT = "transcript.jsonl"
 META = "meta.json"
 LOCK = "lock"
@@ -234,6 +236,8 @@ class SessionStore:
             meta = self.meta(session_id)
         except MetaDamaged:
             return SessionRow(SessionMeta(session_id), DAMAGED, 0)
+        if not _starts_whole(self.transcript_path(session_id)):
+            return SessionRow(meta, DAMAGED, meta.tokens)
         if meta.outcome != RUNNING:
             return SessionRow(meta, meta.outcome, meta.tokens)
         if is_locked(self.folder(session_id)):
@@ -243,8 +247,17 @@ class SessionStore:
 
     def rows(self) -> list[SessionRow]:
         """Every session, newest first; one that cannot be read is listed as damaged."""
-        rows = [self.row(session_id) for session_id in self.ids()]
+        rows = [self._row_or_damaged(session_id) for session_id in self.ids()]
         return sorted(rows, key=lambda row: (_when(row.meta), row.meta.id), reverse=True)
+
+    def _row_or_damaged(self, session_id: str) -> SessionRow:
+        """A session's row; one that breaks the listing in a way not foreseen is listed as
+        damaged (its traceback in the log), so that the others are still listed."""
+        try:
+            return self.row(session_id)
+        except Exception:
+            log.exception("session %s cannot be listed", session_id)
+            return SessionRow(SessionMeta(session_id), DAMAGED, 0)
 
 
 def _when(meta: SessionMeta) -> float:
@@ -258,8 +271,21 @@ def _events(path: Path) -> Iterable[TurnEvent]:
     """The readable events of a transcript: a listing never fails on a damaged one."""
     try:
         yield from read_transcript(path)
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return
+
+
+def _starts_whole(path: Path) -> bool:
+    """Whether a transcript's head reads like records: not NUL bytes, not another file
+    (a quick look, so that a listing need not read every transcript whole)."""
+    try:
+        with path.open("rb") as file:
+            head = file.read(4096)
+    except FileNotFoundError:
+        return True  # a session made but never written to
+    except OSError:
+        return False
+    return not head or (head.lstrip().startswith(b"{") and b"\0" not in head)
 
 
 @dataclass(frozen=True, slots=True)
@@ -350,7 +376,8 @@ def write_meta(folder: Path, meta: SessionMeta, redact: Callable[[str], str]) ->
     temporary = folder / f".{META}.{os.getpid()}.tmp"
     try:
         with temporary.open("w", encoding="utf-8") as file:
-            json.dump(record, file, ensure_ascii=False, indent=1)
+            # ASCII: a folder named in bytes that are not UTF-8 is kept escaped, whole.
+            json.dump(record, file, ensure_ascii=True, indent=1)
             file.write("\n")
             file.flush()
             os.fsync(file.fileno())

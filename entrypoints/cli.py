@@ -65,6 +65,15 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    command = argv[0] if argv and argv[0] in SUBCOMMANDS else ""
+    if command:
+        # A command stopped by a signal leaves with 130 and a line, not a traceback.
+        for signum in (signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT):
+            signal.signal(signum, _interrupted)
+    else:
+        from treadle.entrypoints import early_signals
+
+        early_signals.hold()  # until the turn takes them: see early_signals
     try:
         if argv[:1] == ["batch"]:
             from treadle.entrypoints.batch import run_batch_command
@@ -77,11 +86,80 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = build_parser().parse_args(argv)
         from treadle.entrypoints.session import run_session
 
-        return run_session(args)
+        code = run_session(args)
+        early_signals.ignore()  # the turn has said how it ended
+        return code
     except BrokenPipeError:  # `treadle sessions | head`: the reader has what it wanted
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 128 + signal.SIGPIPE
+    except KeyboardInterrupt:
+        return _stopped(command, "--json" in argv)
+    except Exception as bug:  # a bug outside any turn still leaves one line
+        return _bug_outside_a_turn(bug)
+
+
+def _interrupted(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+PAUSED_CODE = 130
+
+
+def _stopped(command: str, json_lines: bool) -> int:
+    """A command (or a turn's last moments) stopped by a signal: one line, or the turn's
+    last event with --json when the turn never came to say it, and the paused code."""
+    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT):
+        signal.signal(signum, signal.SIG_IGN)  # a second one cannot cut this short
+    from treadle.entrypoints import early_signals
+
+    if not command and early_signals.were_taken():
+        return PAUSED_CODE  # the turn has said (or is saying) how it ended
+    if json_lines and not command:
+        import json
+
+        from treadle.adapters.serialize import event_to_record
+        from treadle.domain.values.conversation import Usage
+        from treadle.domain.values.events import TurnEnded
+        from treadle.domain.values.outcome import Stopped, end_turn
+
+        outcome = end_turn(Stopped())
+        record = event_to_record(TurnEnded(outcome, Usage(), 0, 0.0))
+        record |= {"exit_code": outcome.exit_code, "line": outcome.screen_line}
+        print(json.dumps(record), flush=True)
+    else:
+        print("treadle: stopped", file=sys.stderr)
+    return PAUSED_CODE
+
+
+def _bug_outside_a_turn(bug: Exception) -> int:
+    """A bug where no turn can take it (start-up, a subcommand): one line on the screen,
+    the traceback in ``treadle-errors.log`` in the state folder, secrets redacted."""
+    import logging
+    import traceback
+
+    from treadle.adapters.redact import Redactor
+    from treadle.domain.values.text import one_line
+
+    redact = Redactor.from_environ(os.environ).redact
+    where = ""
+    try:
+        from treadle.entrypoints.session import state_dir
+
+        folder = state_dir()
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / "treadle-errors.log"
+        with path.open("a", encoding="utf-8", errors="backslashreplace") as log:
+            log.write(redact(f"--- treadle {__version__}\n{traceback.format_exc()}\n"))
+        where = f" (traceback in {path})"
+    except Exception:
+        logging.getLogger("treadle").debug("no place for the traceback", exc_info=True)
+
+    print(
+        f"treadle: internal error: {redact(one_line(f'{type(bug).__name__}: {bug}', 300))}{where}",
+        file=sys.stderr,
+    )
+    return 1
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -26,6 +26,7 @@ from treadle.domain.loop.turn import Agent
 from treadle.domain.rules.context_window import window_of
 from treadle.domain.rules.resume import rebuild_context, rebuild_history
 from treadle.domain.values.conversation import Message
+from treadle.domain.values.text import one_line
 from treadle.entrypoints.config import AppConfig, ConfigError, check_value
 
 REPLAY_STOP = "the recording ends here"
@@ -112,7 +113,8 @@ def list_sessions(out: TextIO) -> int:
         if folder == home or folder.startswith(home + os.sep):
             folder = "~" + folder[len(home) :]
         started = meta.created[:16].replace("T", " ")
-        table.append((meta.id, started, row.status, f"{row.tokens:,}", folder, meta.task[:60]))
+        folder, task = one_line(folder, 200), one_line(meta.task, 60)
+        table.append((meta.id, started, row.status, f"{row.tokens:,}", folder, task))
     widths = [max(len(line[i]) for line in table) for i in range(5)]
     for line in table:
         cells = [

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from treadle.domain.values.prices import Prices
+from treadle.domain.values.text import well_formed
 
 if TYPE_CHECKING:
     from treadle.adapters.mcp.config import McpServerConfig, TableProblem
@@ -296,6 +297,8 @@ def check_value(key: str, value: object, *, from_text: bool = False) -> Any:
         case "text" | "url" | "env_name" | "choice":
             if not isinstance(value, str):
                 raise ValueError(f"must be a string, not {_shown(value)}")
+            if well_formed(value) != value:  # a command line's bytes that are not UTF-8
+                raise ValueError(f"must be text, not bytes that are not UTF-8: {_shown(value)}")
             if spec.kind == "url" and value:
                 _check_url(value)
             if spec.kind == "env_name" and value and not _ENV_NAME.match(value):
@@ -334,6 +337,13 @@ def _check_url(url: str) -> None:
         raise ValueError(problem)
     if port == 0:
         raise ValueError(f"{problem} (port 0)")
+    if host.replace(".", "").isdigit() or ":" in host:  # an address, not a name: a real one
+        import ipaddress
+
+        try:
+            ipaddress.ip_address(host)
+        except ValueError as error:
+            raise ValueError(f"{problem} ({error})") from None
 
 
 MODEL_PROVIDERS = ("openai", "openai-responses", "anthropic", "script")
@@ -452,7 +462,7 @@ def _check_number(spec: Key, value: object) -> int | float:
 
 def _shown(value: object) -> str:
     if isinstance(value, str):
-        return json.dumps(value, ensure_ascii=False)
+        return json.dumps(well_formed(value), ensure_ascii=False)
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, dict):
@@ -487,6 +497,19 @@ TRUST_FILE = "trusted-folders"
 """In the user's config folder: the real paths of trusted folders, one a line."""
 
 
+BOUNDS = (
+    "answer_limit",
+    "event_limit",
+    "output_limit",
+    "subagent_depth",
+    "project_instructions_limit",
+    "tool_timeout",
+    "tool_timeout_max",
+)
+"""Keys that bound what a hostile server, model or command can make treadle hold or do:
+a project may tighten them anywhere, and loosen them past the defaults only if trusted."""
+
+
 def needs_trust(key: str, value: object) -> bool:
     """Whether a project file may set ``key`` to ``value`` only in a trusted folder.
 
@@ -494,6 +517,9 @@ def needs_trust(key: str, value: object) -> bool:
     only turn one off."""
     if key in ("base_url", "key_env", "env_passthrough", "allowed_prefixes", "mcp_allowed"):
         return True
+    if key in BOUNDS:
+        default = getattr(AppConfig(), key)
+        return isinstance(value, int | float) and value > default
     if key == "approval":
         return value == "auto"
     if key == "mcp_servers" and isinstance(value, Mapping):
@@ -570,6 +596,13 @@ def read_env_values(environ: Mapping[str, str]) -> dict[str, tuple[Any, str]]:
             except ValueError as problem:
                 raise ConfigError(f"environment variable {name}: {key}: {problem}") from None
     return values
+
+
+def settings_environment(environ: Mapping[str, str]) -> dict[str, str]:
+    """``environ`` without treadle's own settings: ``TREADLE_MAX_TOKENS`` is a budget, not
+    a secret for its name, and a bad value of it must be shown in its error."""
+    own = {ENV_PREFIX + key.upper() for key in KEYS} | set(ENV_ALIASES)
+    return {name: value for name, value in environ.items() if name not in own}
 
 
 def unknown_variables(environ: Mapping[str, str]) -> list[str]:

@@ -144,6 +144,9 @@ async def _session(
     container = session_container(app, mode="tty", session_dir=session_dir, resume_hint=hint)
     terminal = BlessedTerminal(resume_hint=hint, leave_now=container.leave_now(), verbose=verbose)
     container.terminal.override(providers.Object(terminal))
+    # A signal while the session starts (MCP servers may take seconds) ends it cleanly.
+    interrupts = SessionInterrupts(terminal, terminal.leave_now)
+    interrupts.install()
     try:
         try:
             agent = await start_session(container)
@@ -156,8 +159,6 @@ async def _session(
             return 2
         terminal.note(greeting)
         terminal.open_session()
-        interrupts = SessionInterrupts(terminal, terminal.leave_now)
-        interrupts.install()
         commands = change_commands(app, terminal)
         return await run_interactive(agent, terminal, interrupts, commands)
     finally:

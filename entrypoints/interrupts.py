@@ -17,13 +17,14 @@ from typing import TYPE_CHECKING
 
 from treadle.domain.rules.interrupts import CtrlC
 from treadle.domain.values.outcome import EXIT_CODES, OutcomeKind
+from treadle.entrypoints import early_signals
 
 if TYPE_CHECKING:
     from treadle.domain.loop.turn import Agent
 
 LEAVE_CODE = EXIT_CODES[OutcomeKind.PAUSED]
 # Signals that ask a headless treadle to stop: the turn is paused and says so.
-STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
+STOP_SIGNALS = early_signals.STOP_SIGNALS
 
 
 class LeaveNow:
@@ -74,6 +75,12 @@ class SignalPolicy:
             self.at_rest(signum)
 
     def install(self) -> None:
+        """Take the stop signals on the loop, and act on one that came while treadle was
+        starting (see :mod:`treadle.entrypoints.early_signals`)."""
         loop = asyncio.get_running_loop()
         for signum in STOP_SIGNALS:
             loop.add_signal_handler(signum, self.signalled, signum)
+        early_signals.taken()
+        came = early_signals.held()
+        if came is not None:
+            self.signalled(came)

@@ -11,13 +11,13 @@ import sys
 import time
 from pathlib import Path
 
-from treadle.domain.loop.stop import StopSignal
+from treadle.domain.loop.stop import StoppedFirst, StopSignal
 from treadle.domain.rules.resume import RESUME_MESSAGE
 from treadle.domain.values.conversation import Usage
 from treadle.domain.values.events import TurnEnded
-from treadle.domain.values.outcome import NoModel, end_turn
+from treadle.domain.values.outcome import NoModel, Stopped, end_turn
 from treadle.domain.values.text import well_formed
-from treadle.entrypoints.config import AppConfig, ConfigError, load_config
+from treadle.entrypoints.config import AppConfig, ConfigError, load_config, settings_environment
 
 
 def state_dir() -> Path:
@@ -127,7 +127,8 @@ def run_session(args: argparse.Namespace) -> int:
     except (ConfigError, SessionNotFound, SessionBusy, MetaDamaged) as error:
         from treadle.adapters.redact import Redactor
 
-        print(f"treadle: {Redactor.from_environ(os.environ).redact(str(error))}", file=sys.stderr)
+        redact = Redactor.from_environ(settings_environment(os.environ)).redact
+        print(f"treadle: {redact(str(error))}", file=sys.stderr)
         return 2
     if app.held_back:
         from treadle.entrypoints.config import held_back_warning
@@ -175,9 +176,18 @@ async def _one_turn(
     container = session_container(
         app, mode=mode, session_dir=session_dir, resume_hint=hint, verbose=verbose
     )
+    # A signal while the session starts (its MCP servers may take seconds) stops the
+    # turn before it asks anything: it still ends with its line, paused.
+    stop = StopSignal()
+
+    def stop_turn(signum: int) -> bool:
+        stop.set("interrupted")
+        return True
+
+    SignalPolicy(stop_turn, container.leave_now()).install()
     try:
         try:
-            agent = await start_session(container)
+            agent = await stop.race(start_session(container))
         except ModelNotConfigured as error:
             # Shown as any turn's end would be: a line, or the last JSON event.
             outcome = end_turn(NoModel(str(error)))
@@ -186,13 +196,10 @@ async def _one_turn(
         except unusable_session() as error:
             print(refusal(error, session_id), file=sys.stderr)
             return 2
-        stop = StopSignal()
-
-        def stop_turn(signum: int) -> bool:
-            stop.set("interrupted")
-            return True
-
-        SignalPolicy(stop_turn, container.leave_now()).install()
+        if isinstance(agent, StoppedFirst):  # stopped while its MCP servers started
+            outcome = end_turn(Stopped())
+            container.screen().show(TurnEnded(outcome, Usage(), 0, 0.0))
+            return outcome.exit_code
         outcome = await agent.run_turn(task, stop)
         return outcome.exit_code
     finally:

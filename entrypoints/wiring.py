@@ -42,6 +42,7 @@ from treadle.entrypoints.config import (
     AppConfig,
     mcp_server_configs,
     model_prices,
+    settings_environment,
     user_config_path,
 )
 from treadle.entrypoints.interrupts import LeaveNow
@@ -103,7 +104,7 @@ def _scripted_model(path: str, clock: Clock) -> Model:
 
     try:
         return ScriptedModel.from_json(path, clock)
-    except (OSError, ValueError, KeyError, TypeError) as error:
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as error:
         raise ModelNotConfigured(f"cannot load the script {path}: {error}") from None
 
 
@@ -244,7 +245,7 @@ def build_redactor(app: AppConfig) -> Redactor:
     """Secrets out of transcripts and the screen: secret-looking variables and the key."""
     key_envs = [app.key_env] if app.key_env else []
     # What MCP servers are configured with: tokens in their env, headers or variables,
-    # under names the redactor takes for secrets' (they hold SECRET).
+    # each under a name of its own that the redactor is told is a secret.
     configured = {}
     servers = mcp_server_configs(app)
     if servers:
@@ -253,7 +254,8 @@ def build_redactor(app: AppConfig) -> Redactor:
         key_envs += [server.bearer_token_env] if server.bearer_token_env else []
         for index, value in enumerate(secret_values(server)):
             configured[f"TREADLE_MCP_{server.name}_SECRET_{index}"] = value
-    return Redactor.from_environ({**os.environ, **configured}, also=key_envs)
+    environ = settings_environment(os.environ)
+    return Redactor.from_environ({**environ, **configured}, also=[*key_envs, *configured])
 
 
 def open_session_log(app: AppConfig, session_dir: str, redactor: Redactor) -> Iterator[str]:

@@ -29,13 +29,13 @@ from treadle.domain.values.outcome import FailureKind, TurnOutcome
 from treadle.ports.terminal import Terminal
 
 # Every code point, surrogates and controls included, with the dangerous ones often.
-HOSTILE = "\ud800\udfff\x1b[2J\x9b\x07\x00\r\u202e\u2066\u200f\ufeff\n\t"
+HOSTILE = "\ud800\udfff\x1b[2J\x9b\x07\x00\r\u202e\u2066\u200f\u061c\u2028\ufeff\n\t"
 anything = st.text(
     st.one_of(st.characters(codec=None, categories=None), st.sampled_from(HOSTILE)),
     max_size=200,
 )
 huge = st.builds(lambda piece, times: piece * times, anything, st.integers(0, 2_000))
-NEVER_ON_SCREEN = "\x1b\x9b\x07\x00\u202e\u2066"
+NEVER_ON_SCREEN = "\x1b\x9b\x07\x00\u202e\u2066\u200f\u061c\u2028"
 
 
 class Screens:

@@ -86,6 +86,7 @@ class AnthropicReader:
 
     def __init__(self, *, shown_whitespace: str = "") -> None:
         self.ended = False
+        self.buffered = 0
         self._skip = shown_whitespace
         self._started = False
         self._blocks: list[_Block] = []
@@ -197,11 +198,15 @@ class AnthropicReader:
         if kind == "text_delta" and block.kind == "text":
             return self._text(text(delta.get("text")))
         if kind == "input_json_delta" and block.kind == "tool_use":
-            block.parts.append(text(delta.get("partial_json")))
+            fragment = text(delta.get("partial_json"))
+            block.parts.append(fragment)
+            self.buffered += len(fragment)
         elif kind == "thinking_delta" and block.kind == "thinking":
             return self._thought(block, text(delta.get("thinking")))
         elif kind == "signature_delta" and block.kind == "thinking":
-            block.signature += text(delta.get("signature"))
+            signature = text(delta.get("signature"))
+            block.signature += signature
+            self.buffered += len(signature)
         elif kind in ("text_delta", "input_json_delta", "thinking_delta", "signature_delta"):
             raise _Malformed(f"{kind} for block {payload['index']}, a {block.kind} block")
         # Anything else (citations, kinds yet to come) is not part of the answer.

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Protocol, cast
 
 import httpx
-from returns.result import Failure, Result
+from returns.result import Failure, Result, Success
 
 from treadle.adapters.http_model.body import BodyTooLarge, BoundedBody, UnknownEncoding
 from treadle.adapters.http_model.sse import EventTooLong, SseEvent, SseParser
@@ -27,7 +27,15 @@ from treadle.adapters.http_model.transport import (
     status_failure,
     transport_failure,
 )
-from treadle.domain.values.model import MalformedStream, ModelError, StreamEvent, TransportError
+from treadle.domain.values.model import (
+    MalformedStream,
+    ModelError,
+    ReasoningText,
+    StreamEvent,
+    TextDelta,
+    TransportError,
+    UsageReported,
+)
 
 StreamItem = Result[StreamEvent, ModelError]
 
@@ -40,6 +48,9 @@ class EventReader(Protocol):
     """
 
     ended: bool
+    buffered: int
+    """Characters of the answer taken in but not yet made an item (a call's arguments
+    are one item, at their end): the stream is not idle while this grows."""
 
     def read(self, event: SseEvent) -> list[StreamItem]:
         """The items this event completes."""
@@ -120,8 +131,8 @@ async def exchange(
         hang_up.push_async_callback(_quietly, chunks.aclose)
         parser = SseParser(max_event=limits.event_bytes)
         loop = asyncio.get_running_loop()
-        # Idle means no event: keep-alive comments and pings do not keep a silent
-        # server's answer open past the read timeout.
+        # Idle means nothing of the answer: keep-alive comments, pings and empty chunks
+        # do not keep a silent server's answer open past the read timeout.
         idle_until = loop.time() + connection.read_timeout
         while not reader.ended:
             try:
@@ -131,7 +142,7 @@ async def exchange(
             except StopAsyncIteration:
                 break
             except TimeoutError:
-                silence = f"no event from {where} for {connection.read_timeout:g} s"
+                silence = f"nothing of the answer from {where} for {connection.read_timeout:g} s"
                 yield Failure(TransportError("timeout", silence))
                 return
             except httpx.HTTPError as exc:
@@ -141,16 +152,51 @@ async def exchange(
             except (BodyTooLarge, EventTooLong, UnknownEncoding) as too_much:
                 yield Failure(_past_limit(too_much, where, limits))
                 return
-            if any(event.name != "ping" for event in events):
+            taken = reader.buffered
+            items = _read(reader, events, request.secret)
+            if reader.buffered != taken or any(_is_answer(item) for item in items):
                 idle_until = loop.time() + connection.read_timeout
-            for item in _read(reader, events, request.secret):
+            for item in items:
                 yield item
         if not reader.ended:
             items = _read(reader, parser.finish(), request.secret)
             if not reader.ended:
-                items.extend(reader.end_of_body())
+                ending = reader.end_of_body()
+                if not whole and _closed_early(response, ending):
+                    # A body that ends when the connection does: the peer hung up
+                    # before the answer's end, as a reset would have (retried).
+                    ending = [
+                        Failure(
+                            TransportError(
+                                "connection_closed",
+                                f"{where} closed the connection before the answer ended",
+                            )
+                        )
+                    ]
+                items.extend(ending)
             for item in items:
                 yield item
+
+
+def _closed_early(response: httpx.Response, ending: list[StreamItem]) -> bool:
+    """Whether a body that stopped short was cut by the connection's close: no length,
+    no chunks, so its end is the connection's (a chunked body cut short is an error
+    httpx reports itself)."""
+    headers = response.headers
+    delimited = (
+        "content-length" in headers or "chunked" in headers.get("transfer-encoding", "").lower()
+    )
+    return not delimited and any(isinstance(item, Failure) for item in ending)
+
+
+def _is_answer(item: StreamItem) -> bool:
+    """Whether an item is part of the answer, not only of its bookkeeping."""
+    match item:
+        case Success(UsageReported()):
+            return False
+        case Success(TextDelta(text=text)) | Success(ReasoningText(text=text)):
+            return bool(text)
+    return True
 
 
 async def _once(content: bytes) -> AsyncIterator[bytes]:

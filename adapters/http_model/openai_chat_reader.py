@@ -73,6 +73,7 @@ class OpenAIChatReader:
 
     def __init__(self) -> None:
         self.ended = False
+        self.buffered = 0
         self._calls: dict[int, _CallParts] = {}
         self._finish: str | None = None
         self._refused = False
@@ -175,6 +176,7 @@ class OpenAIChatReader:
             arguments = json.dumps(arguments)  # some local servers send the object itself
         if isinstance(arguments, str) and arguments:
             parts.arguments.append(arguments)
+            self.buffered += len(arguments)
 
     def _finished_calls(self, finish: str) -> list[StreamItem]:
         if finish == "length":

@@ -75,6 +75,7 @@ class OpenAIResponsesReader:
 
     def __init__(self) -> None:
         self.ended = False
+        self.buffered = 0
         self._items: dict[int, _Item] = {}
         self._called = False
         self._refused = False
@@ -154,7 +155,9 @@ class OpenAIResponsesReader:
         return self._text_delta(payload)
 
     def _arguments_delta(self, payload: JsonObject) -> list[StreamItem]:
-        self._item(payload, "function_call").arguments.append(text(payload.get("delta")))
+        fragment = text(payload.get("delta"))
+        self._item(payload, "function_call").arguments.append(fragment)
+        self.buffered += len(fragment)
         return []
 
     def _reasoning_delta(self, payload: JsonObject) -> list[StreamItem]:

@@ -26,9 +26,12 @@ REPLACEMENT = "\ufffd"
 # C0 controls but tab and newline, DEL and the C1 range (8-bit CSI and friends); the
 # bidirectional embeddings, overrides and isolates, which can make a line read in an
 # order other than the one it runs in (U+202E shows "rm -rf ~ #ls" as something
-# harmless); and lone surrogates, which no terminal can be sent.
+# harmless), with the marks that reorder too (LRM, RLM, ALM); the line and paragraph
+# separators, which some readers take for line breaks; and lone surrogates, which no
+# terminal can be sent.
 CONTROL_CHARACTERS = re.compile(
-    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff]"
+    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029"
+    "\u202a-\u202e\u2066-\u2069\ud800-\udfff]"
 )
 # Whole escape sequences go first, so that no "[31m" is left behind: CSI, OSC
 # (ended by BEL or ST), the two-character ones, and the 8-bit CSI.

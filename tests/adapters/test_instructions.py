@@ -123,3 +123,24 @@ def test_an_unreadable_file_is_reported_and_skipped(tree) -> None:
     assert found.files[0].problem and "Readable rules." in found.text
     assert str(tree["repo"] / "AGENTS.md") not in found.text
     assert [notice.kind for notice in found.notices()] == ["instructions_unreadable"]
+
+
+def test_an_agents_md_that_links_outside_the_project_is_not_read(tree, tmp_path) -> None:
+    secret = tmp_path / "outside" / "id_rsa"
+    secret.parent.mkdir()
+    secret.write_text("-----BEGIN PRIVATE KEY-----\n")
+    (tree["repo"] / "AGENTS.md").symlink_to(secret)
+    (tree["core"] / "AGENTS.md").symlink_to(tree["repo"] / "README.md")
+    (tree["repo"] / "README.md").write_text("Read me.\n")  # a link within is fine
+    found = read(tree["core"])
+    assert "PRIVATE KEY" not in found.text and "Read me." in found.text
+    (refused, *_) = found.notices()
+    assert refused.kind == "instructions_unreadable" and "leads outside" in refused.text
+
+
+def test_a_huge_agents_md_is_read_no_further_than_the_cap(tree) -> None:
+    (tree["repo"] / "AGENTS.md").write_bytes(b"x" * (8 << 20))
+    found = read(tree["repo"], limit=1024)
+    (file,) = found.files
+    assert (file.size, file.included) == (8 << 20, 1024)
+    assert len(found.text) < 2048

@@ -217,6 +217,7 @@ ERRORS = [
     ("project", "base_url = 'http://[::1'", ["base_url", "Invalid IPv6 URL"]),
     ("env", "TREADLE_BASE_URL=https://:99999", ["TREADLE_BASE_URL", "Port out of range"]),
     ("flag", "base_url=http://", ["flag --base-url", "with a host"]),
+    ("flag", "base_url=http://999.1.1.1:80", ["flag --base-url", "does not appear to be"]),
     ("project", "key_env = 'sk-abc'", ["key_env", "environment variable name"]),
     ("project", "provider = 'mistral'", ["provider", "openai, openai-responses, anthropic"]),
     (
@@ -488,6 +489,14 @@ def test_a_project_file_cannot_redirect_the_key_or_lower_safety_until_trusted(
         ('sandbox = "off"', True),  # issue 14: a repository cannot loosen the sandbox
         ('sandbox_writable = ["~"]', True),
         ('sandbox = "read-only"', False),
+        ("answer_limit = 100000000000", True),  # issue 15's bounds: only ever tightened
+        ("event_limit = 100000000000", True),
+        ("output_limit = 100000000", True),
+        ("subagent_depth = 50", True),
+        ("project_instructions_limit = 100000000", True),
+        ("tool_timeout_max = 100000", True),
+        ("output_limit = 1000", False),
+        ("subagent_depth = 1", False),
     ],
 )
 def test_what_a_project_file_may_set_without_trust(

@@ -104,6 +104,14 @@ BAD_TRANSCRIPTS = {
     ),
     "a task that is a list": '{"type": "turn_started", "task": ["x"], "agent": ""}\n',
     "a record that is a list": f"{FIRST}\n[1, 2]\n",
+    "a number too long to read": (
+        f'{FIRST}\n{{"type": "request_sent", "number": {"9" * 5000}, "attempt": 1,'
+        ' "max_tokens": 1, "message_count": 1, "digest": "", "agent": ""}\n'
+    ),
+    "a number too large for a float": (
+        f'{FIRST}\n{{"type": "turn_ended", "outcome": {{"kind": "paused"}},'
+        f' "usage": {{}}, "requests": 0, "elapsed": 1{"0" * 400}, "agent": ""}}\n'
+    ),
 }
 
 
@@ -133,8 +141,24 @@ def test_a_transcript_of_nul_bytes_is_refused_not_resumed_empty(tmp_path: Path) 
     _, env = a_session(tmp_path, b"\0" * 4096)
 
     resumed = run_treadle("--resume", "s1", "--print", "go on", cwd=tmp_path, env=env)
+    listed = run_treadle("sessions", cwd=tmp_path, env=env)
 
     one_clear_line(resumed, "transcript.jsonl:1:")
+    assert "damaged" in listed.stdout.splitlines()[1].split()
+
+
+@pytest.mark.parametrize("content", list(BAD_TRANSCRIPTS.values()), ids=list(BAD_TRANSCRIPTS))
+def test_one_damaged_transcript_never_stops_the_listing_of_the_others(
+    tmp_path: Path, content: str
+) -> None:
+    _, env = a_session(tmp_path, content.encode())
+    healthy = SessionStore(tmp_path / "state" / "sessions")
+    healthy.create("s2", workspace=str(tmp_path), model="demo")
+
+    listed = run_treadle("sessions", cwd=tmp_path, env=env)
+
+    assert listed.returncode == 0 and "Traceback" not in listed.stderr, listed.stderr
+    assert {row.split()[0] for row in listed.stdout.splitlines()[1:]} == {"s1", "s2"}
 
 
 @pytest.mark.parametrize("pid", ['"abc"', str(2**70), "true"])

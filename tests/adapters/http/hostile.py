@@ -120,6 +120,73 @@ async def endless_comments(writer: asyncio.StreamWriter) -> None:
         await asyncio.sleep(0.02)
 
 
+async def endless_empty_chunks(writer: asyncio.StreamWriter) -> None:
+    """Chunks that are events but carry nothing of an answer, every 20 ms."""
+    await start_stream(writer)
+    chunk = {"object": "chat.completion.chunk", "choices": []}
+    while True:
+        await send_chunk(writer, b"data: " + json.dumps(chunk).encode() + b"\n\n")
+        await asyncio.sleep(0.02)
+
+
+async def slow_arguments(writer: asyncio.StreamWriter) -> None:
+    """One tool call whose arguments come a few characters at a time, for longer than
+    the read timeout in all, then the end: slow is not silent."""
+    await start_stream(writer)
+    head = {
+        "index": 0,
+        "id": "c1",
+        "type": "function",
+        "function": {"name": "bash", "arguments": ""},
+    }
+    await send_chunk(writer, _chat_delta({"tool_calls": [head]}))
+    for piece in ['{"comm', 'and": "e', "cho ", "hi", '"}']:
+        await asyncio.sleep(0.1)
+        fragment = {"index": 0, "function": {"arguments": piece}}
+        await send_chunk(writer, _chat_delta({"tool_calls": [fragment]}))
+    finish = {
+        "object": "chat.completion.chunk",
+        "choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}],
+    }
+    await send_chunk(writer, b"data: " + json.dumps(finish).encode() + b"\n\ndata: [DONE]\n\n")
+    await send_chunk(writer, b"")
+
+
+def _chat_delta(delta: dict[str, object]) -> bytes:
+    chunk = {"object": "chat.completion.chunk", "choices": [{"index": 0, "delta": delta}]}
+    return b"data: " + json.dumps(chunk).encode() + b"\n\n"
+
+
+def closes_early_then_answers() -> Behaviour:
+    """A body with no length and no chunks, closed before its end; then a whole answer."""
+    answered = [0]
+
+    async def play(writer: asyncio.StreamWriter) -> None:
+        answered[0] += 1
+        head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n"
+        writer.write(head.encode())
+        role = {
+            "object": "chat.completion.chunk",
+            "choices": [{"index": 0, "delta": {"role": "assistant"}}],
+        }
+        writer.write(b"data: " + json.dumps(role).encode() + b"\n\n")
+        if answered[0] > 1:
+            finish = {
+                "object": "chat.completion.chunk",
+                "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}],
+            }
+            writer.write(
+                chat_text("done")
+                + b"data: "
+                + json.dumps(finish).encode()
+                + b"\n\ndata: [DONE]\n\n"
+            )
+        await writer.drain()
+        writer.close()
+
+    return play
+
+
 async def endless_text(writer: asyncio.StreamWriter) -> None:
     """An answer that never stops, whatever its budget."""
     await start_stream(writer)

@@ -10,10 +10,13 @@ import pytest
 from tests.adapters.http.hostile import (
     Behaviour,
     HostileServer,
+    closes_early_then_answers,
     endless_comments,
+    endless_empty_chunks,
     endless_line,
     endless_text,
     gzip_bomb,
+    slow_arguments,
 )
 from tests.adapters.http.support import KEY, listen
 from treadle.adapters.fakes import FakeClock, FakeRunner, RecordingTerminal
@@ -59,8 +62,21 @@ async def test_keep_alive_comments_with_no_event_count_as_silence():
     started = time.monotonic()
     failure = await first_failure(endless_comments, read_timeout=0.3)
     assert isinstance(failure, TransportError) and failure.kind == "timeout"
-    assert "no event from" in failure.detail
+    assert "nothing of the answer from" in failure.detail
     assert time.monotonic() - started < 5  # the timeout, not the comments, decided
+
+
+async def test_events_that_carry_nothing_of_the_answer_count_as_silence():
+    failure = await first_failure(endless_empty_chunks, read_timeout=0.3)
+    assert isinstance(failure, TransportError) and failure.kind == "timeout"
+
+
+async def test_arguments_that_come_slowly_are_not_silence():
+    async with HostileServer.running(slow_arguments) as server:
+        request = ModelRequest(system="", messages=(), tools=(), max_tokens=1000)
+        heard = await listen(model(server, read_timeout=0.3).stream(request))
+    assert heard.failure is None
+    assert [call.arguments for call in heard.calls] == ['{"command": "echo hi"}']
 
 
 async def test_an_answer_that_never_stops_ends_the_turn_clearly():
@@ -73,3 +89,12 @@ async def test_an_answer_that_never_stops_ends_the_turn_clearly():
     assert "far past its budget of 1,000 tokens" in outcome.detail
     assert len(terminal.answer_text()) < 100_000
     assert server.requests == 1  # text was shown: never retried
+
+
+async def test_a_connection_closed_before_the_answer_ended_is_retried_like_a_reset():
+    async with HostileServer.running(closes_early_then_answers()) as server:
+        clock, terminal = FakeClock(), RecordingTerminal()
+        agent = Agent(TurnPorts(model(server), clock, FakeRunner(clock), terminal), TurnSettings())
+        outcome = await agent.run_turn("say something")
+    assert outcome.kind is OutcomeKind.FINISHED
+    assert (server.requests, clock.now(), terminal.answer_text()) == (2, 1.0, "done")

@@ -112,7 +112,8 @@ class ThinkingServer:
                 why = "cache_control cannot be set on thinking blocks"
                 return why, _anthropic_error(why)
         if marked:
-            self.prefixes.append(json.dumps(blocks[: marked[0] + 1], sort_keys=True))
+            # As sent: keys in the order the request had them, so a reordering shows.
+            self.prefixes.append(json.dumps(blocks[: marked[0] + 1], ensure_ascii=False))
         for number, message in enumerate(body["messages"]):
             content = message["content"]
             if message["role"] != "assistant" or not isinstance(content, list):

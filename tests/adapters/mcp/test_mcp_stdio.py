@@ -39,7 +39,7 @@ def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def shared(folder: Path) -> AsyncIterator[Session]:
     """One test server for the tests that leave it running, and the reference server."""
-    os.environ["TREADLE_TEST_SECRET_TOKEN"] = "kept-from-the-server-0123"
+    os.environ["MCP_TEST_SECRET_TOKEN"] = "kept-from-the-server-0123"
     configs = [
         stdio_server(
             "test",
@@ -55,7 +55,7 @@ async def shared(folder: Path) -> AsyncIterator[Session]:
     try:
         yield await session.start()
     finally:
-        del os.environ["TREADLE_TEST_SECRET_TOKEN"]
+        del os.environ["MCP_TEST_SECRET_TOKEN"]
         await session.servers.close()
 
 
@@ -136,11 +136,11 @@ async def test_esc_cancels_a_call_with_the_protocols_notification(shared, folder
 
 
 async def test_the_server_runs_with_the_commands_environment_and_its_own(shared, folder) -> None:
-    names = ["GIVEN_BY_CONFIG", "TREADLE_TEST_SECRET_TOKEN", "CI"]
+    names = ["GIVEN_BY_CONFIG", "MCP_TEST_SECRET_TOKEN", "CI"]
     outcome = result(await shared.call("mcp__test__environment", tool_context(folder), names=names))
     seen = json.loads(outcome.text)
     assert seen["cwd"] == str(folder)
-    assert (seen["GIVEN_BY_CONFIG"], seen["TREADLE_TEST_SECRET_TOKEN"], seen["CI"]) == (
+    assert (seen["GIVEN_BY_CONFIG"], seen["MCP_TEST_SECRET_TOKEN"], seen["CI"]) == (
         "yes",
         None,
         "1",
