@@ -56,8 +56,10 @@ class PreviewsChanges(Protocol):
     """A tool that can say what a call would change before it runs (a file write).
 
     ``preview`` gets the same checked arguments as ``run`` and changes nothing: it
-    returns the unified diff the call would make, or "" when it cannot tell (the call
-    would fail, or changes nothing). The loop shows it with the approval question.
+    returns the whole unified diff the call would make, nothing of it left out (a
+    binary or very large file: one line saying its content is not shown), or "" when
+    it cannot tell (the call would fail, or changes nothing). The loop shows it with
+    the approval question, which folds it for the screen.
     """
 
     async def preview(self, arguments: Mapping[str, Any], context: ToolContext) -> str: ...

@@ -81,13 +81,19 @@ class Styles:
         )
 
 
-def diff_lines(diff: str, styles: Styles, shown: int | None = None, hint: str = "") -> list[str]:
+def diff_lines(
+    diff: str, styles: Styles, shown: int | None = None, hint: str = "", width: int | None = None
+) -> list[str]:
     """``diff`` as coloured lines: added green, removed red, hunks cyan, headers bold.
 
     With ``shown``, a longer diff keeps its head and its tail, and a line between them
-    says how many lines are folded away and ``hint`` (where to see them all).
+    says how many lines are folded away and ``hint`` (where to see them all). With
+    ``width``, so does a line longer than that, in the line itself (the end of a
+    minified line is where a danger hides).
     """
     lines = [printable(line) for line in diff.removesuffix("\n").split("\n")] if diff else []
+    if width is not None:
+        lines = [_folded_line(line, width, hint) for line in lines]
     if shown is not None and len(lines) > shown + 1:  # a marker would take a line too
         head, tail = shown - shown // 3, shown // 3
         folded = len(lines) - head - tail
@@ -100,6 +106,15 @@ def diff_lines(diff: str, styles: Styles, shown: int | None = None, hint: str = 
     return [_diff_line(line, styles) for line in lines]
 
 
+def _folded_line(line: str, width: int, hint: str) -> str:
+    if len(line) <= width:
+        return line
+    head, tail = width - width // 4, width // 4
+    folded = len(line) - head - tail
+    marker = f"[… {folded:,} more characters on this line{': ' + hint if hint else ''} …]"
+    return f"{line[:head]} {marker} {line[-tail:]}"
+
+
 def _diff_line(line: str, s: Styles) -> str:
     if line.startswith(("+++ ", "--- ")):
         return s.bold(line)
@@ -109,7 +124,7 @@ def _diff_line(line: str, s: Styles) -> str:
         return s.green(line)
     if line.startswith("-"):
         return s.red(line)
-    if line.startswith(("\\", "[… ")):
+    if line.startswith(("\\", "[")):  # no newline at the end; a line of treadle's own
         return s.dim(line)
     return line
 

@@ -21,6 +21,7 @@ from treadle.adapters.blessed_terminal.screen import (
     cell_width,
     fit,
 )
+from treadle.domain.rules.diffs import bounded_diff
 from treadle.domain.rules.interrupts import CtrlC
 from treadle.domain.values.text import one_line, printable
 from treadle.domain.values.tools import ApprovalAnswer, ApprovalRequest
@@ -32,6 +33,9 @@ VIEW_ALL: Final = "v"
 # whole of it is one key away: nothing being approved is ever cut unseen.
 SHOWN_LINES = 40
 SHOWN_CHARACTERS = 4_000
+SHOWN_LINE_WIDTH = 400
+"""Characters shown at once of one line of a diff being approved (its head and tail)."""
+VIEW_HINT = "press v to see all of it"
 
 
 def folded(subject: str) -> tuple[list[str], bool]:
@@ -48,7 +52,7 @@ def folded(subject: str) -> tuple[list[str], bool]:
     head = text[: SHOWN_CHARACTERS // 2].split("\n")[: SHOWN_LINES // 2]
     tail = text[-SHOWN_CHARACTERS // 4 :].split("\n")[-(SHOWN_LINES // 4) :]
     hidden = len(text) - sum(map(len, head)) - sum(map(len, tail))
-    marker = f"[… {hidden:,} more characters: press v to see all of it …]"
+    marker = f"[… {hidden:,} more characters: {VIEW_HINT} …]"
     return [*head, marker, *tail], True
 
 
@@ -85,10 +89,12 @@ class Prompts:
         async with self._lock():
             s = self.styles
             lines, folded_away = folded(request.summary)
-            # The change a write would make is part of what is asked: folded like the
-            # subject when long, never cut, and all of it one key away.
-            change = diff_lines(request.diff, s, SHOWN_LINES, "press v to see all of it")
-            folded_away = folded_away or len(change) < len(diff_lines(request.diff, s))
+            # The change a write would make is part of what is asked, whole: folded
+            # like the subject when long (lines and long lines), never cut, and all of
+            # it one key away.
+            whole = diff_lines(request.diff, s)
+            change = diff_lines(request.diff, s, SHOWN_LINES, VIEW_HINT, SHOWN_LINE_WIDTH)
+            folded_away = folded_away or change != whole
             self.screen.write_lines(
                 [
                     s.yellow("? ")
@@ -111,7 +117,7 @@ class Prompts:
                 self.screen.write_lines(
                     [
                         *("  " + printable(line) for line in request.summary.split("\n")),
-                        *("  " + line for line in diff_lines(request.diff, s)),
+                        *("  " + line for line in whole),
                     ]
                 )
                 choice = await self._read_choice(row, always=bool(request.prefix), view=True)
@@ -119,7 +125,8 @@ class Prompts:
                 return None
             answer: ApprovalAnswer = choice
             if request.diff and answer != "no" and not request.agent:
-                self.view.approved_diffs.add(request.diff)
+                # The call's result keeps the diff bounded: that is what it will carry.
+                self.view.approved_diffs.add(bounded_diff(request.diff))
             self.screen.write_lines([s.dim(f"  → {answer}")])
             self._draw(self._now())
             self.screen.flush()

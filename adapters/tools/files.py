@@ -19,7 +19,7 @@ from returns.result import Failure, Result, Success
 from treadle.adapters.tools.arguments import flag, plural, refuse, text, whole
 from treadle.adapters.tools.file_diff import BINARY_SNIFF, DIFF_UP_TO, change_diff, looks_binary
 from treadle.adapters.tools.workspace import LinkOnTheWay, Workspace
-from treadle.domain.rules.diffs import describe_counts
+from treadle.domain.rules.diffs import bounded_diff, describe_counts
 from treadle.domain.values.model import ToolSpec
 from treadle.domain.values.tools import Access, ToolOutcome, ToolResult
 from treadle.ports.tools import ToolContext
@@ -261,7 +261,7 @@ def _write(workspace: Workspace, real: str, shown: str, content: str) -> ToolRes
     return ToolResult(
         f"Wrote {lines} ({size}) to {shown} ({how}).",
         status=f"{how}, {lines} · {describe_counts(diff)}",
-        diff=diff,
+        diff=bounded_diff(diff),  # the approval saw all of it; the record keeps its ends
     )
 
 
@@ -418,7 +418,7 @@ def _edit(
     return ToolResult(
         f"Replaced {what} in {shown} (first at line {edit.first_line}).",
         status=f"replaced {what} · {describe_counts(diff)}",
-        diff=diff,
+        diff=bounded_diff(diff),
     )
 
 

@@ -22,8 +22,9 @@ import difflib
 
 NO_NEWLINE = "\\ No newline at end of file"
 DIFF_LINES = 2_000
-"""The most lines a diff kept with a tool's result may have; the middle of a longer
-one is left out, with a line saying how much."""
+"""The most lines a diff kept with a tool's result (the transcript, ``--json``) may
+have; the middle of a longer one is left out, with a line saying how much. The
+approval of a change is never given a bounded diff: it shows all of what it asks."""
 DIFF_LINE_WIDTH = 2_000
 """Characters kept of one line of a diff (a minified file is one line)."""
 

