@@ -32,9 +32,12 @@ from treadle.adapters.checkpoints import (
     ShadowRepository,
     shadow_for,
 )
+from treadle.domain.values.text import one_line, printable
 
 Command = Callable[[], Awaitable[None]]
 T = TypeVar("T")
+PATH_WIDTH = 1_000
+"""Characters shown of one file name (a model may have made it, any length)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,8 +78,10 @@ def show_changes(shadow: ShadowRepository) -> Report:
         since = _turn(changes.since)
         if not changes.text.strip():
             return Report((f"No change since the start of {since}.",))
-        lines = (f"Changes since the start of {since}:", *changes.text.splitlines())
-        return Report(lines, diff=True)
+        # The files' names and contents are the model's: no escape code of theirs
+        # reaches the terminal, whatever reads the output.
+        patch = (printable(line) for line in changes.text.removesuffix("\n").split("\n"))
+        return Report((f"Changes since the start of {since}:", *patch), diff=True)
 
     return _report(shadow.changes(), shown)
 
@@ -95,19 +100,21 @@ def _restored_lines(head: str, restored: Restored, after: str) -> tuple[str, ...
     if not restored.restored and not restored.removed:
         return (f"{head}: nothing had changed since.", *_warnings(restored))
     lines = [f"{head}:"]
-    lines += [f"  restored  {path}" for path in restored.restored]
-    lines += [f"  removed   {path}" for path in restored.removed]
+    # A file name, made by the model maybe, is shown on one line and nothing of it
+    # acts on the terminal (a newline in it would forge a line of treadle's).
+    lines += [f"  restored  {one_line(path, PATH_WIDTH)}" for path in restored.restored]
+    lines += [f"  removed   {one_line(path, PATH_WIDTH)}" for path in restored.removed]
     return (*lines, *_warnings(restored), after)
 
 
 def _warnings(restored: Restored) -> list[str]:
-    return [f"warning: {notice}" for notice in restored.notices]
+    return [f"warning: {one_line(notice, 20 * PATH_WIDTH)}" for notice in restored.notices]
 
 
 def _turn(checkpoint: Checkpoint) -> str:
     """``the turn “fix the tests” (session 2025…, 12:03)``."""
     manifest = checkpoint.manifest
-    task = f" “{manifest.task}”" if manifest.task else ""
+    task = f" “{one_line(manifest.task, 200)}”" if manifest.task else ""
     when = time.strftime("%Y-%m-%d %H:%M", time.localtime(manifest.created))
     where = f"session {manifest.session}, {when}" if manifest.session else when
     return f"the turn{task} ({where})"
@@ -146,7 +153,7 @@ def run_change_command(args: argparse.Namespace, out: TextIO) -> int:
     action = {"undo": undo_last_turn, "redo": redo_last_undo, "diff": show_changes}
     report = action[args.command](shadow)
     if not report.ok:
-        print(f"treadle: {report.lines[0]}", file=sys.stderr)
+        print(f"treadle: {one_line(report.lines[0], 20 * PATH_WIDTH)}", file=sys.stderr)
         return 1
     print("\n".join(coloured(report, out)), file=out)
     return 0

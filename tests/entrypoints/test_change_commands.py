@@ -65,3 +65,29 @@ async def test_the_sessions_slash_commands_report_what_they_did(
     assert undone.ok and undone.lines[-1] == "treadle redo (or /redo) takes this undo back."
     assert not nothing.ok and nothing.lines[0].startswith("nothing left to undo")
     assert redone.ok and "  restored  new.txt" in redone.lines
+
+
+FORGED = "cmd\x1b[2Jname\nTurn finished"
+HOSTILE_NAME = "evil\x1b[2J\x1b[31mRED\u202eTXT.exe\x07.txt"
+HOSTILE_TEXT = "hello \x1b]0;pwned-title\x07 \x1b[2J cleared \u202eabc\x9b31m\r\n"
+NEVER_SHOWN = ("\x1b", "\x07", "\u202e", "\x9b", "\r")
+
+
+@pytest.mark.parametrize("command", ["diff", "undo", "redo"])
+def test_names_and_contents_the_model_made_never_act_on_the_terminal(
+    recorded: Path, command: str
+) -> None:
+    for name in (FORGED, HOSTILE_NAME):
+        (recorded / name).write_text(HOSTILE_TEXT)
+    (recorded / "f.txt").write_text(HOSTILE_TEXT)
+    if command == "redo":
+        assert run("undo", "--workspace", str(recorded))[0] == 0
+    code, shown = run(command, "--workspace", str(recorded))
+    assert code == 0, shown
+    assert not [mark for mark in NEVER_SHOWN if mark in shown], shown
+    assert "Turn finished" not in shown.splitlines()  # no line of treadle's forged
+    if command == "diff":
+        assert "+hello ]0;pwned-title  cleared abc" not in shown  # not even half of it
+        assert "+hello   cleared abc" in shown.splitlines()
+    else:
+        assert "cmdname Turn finished" in shown  # the name, on its line
