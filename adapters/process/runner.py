@@ -178,21 +178,21 @@ class SubprocessRunner:
                 if cgroup is not None:
                     cgroup.remove()
                 return failure
-            case Success((process, pipe, cgroup)):
+            case Success((process, pipe, cgroup, gate)):
                 if cgroup is not None and home is not None:
                     watch_cgroup(home.path)
         active_commands.add(process.pid)
         tree = running_trees[process.pid] = CommandTree(
             process.pid, run_id, cgroup, start_time(process.pid)
         )
+        reader = _OutputReader(pipe, bound, spill)
         try:
-            timed_out = await self._follow(
-                tree,
-                process,
-                _OutputReader(pipe, bound, spill),
-                spec.timeout,
-            )
+            unconfined = await self._let_start(tree, launch, gate)
+            # Followed to its end either way: a helper that could not confine itself
+            # has ended (or is ending), and is reaped like any command.
+            timed_out = await self._follow(tree, process, reader, spec.timeout)
         finally:
+            reader.close()
             active_commands.discard(process.pid)
             running_trees.pop(process.pid, None)
             if not running_trees and tree.may_have_leftovers():
@@ -204,13 +204,18 @@ class SubprocessRunner:
             launch.finished()
             if spill is not None:
                 spill.close()
+        if unconfined:  # the command never ran
+            why = f"the sandbox could not be set up: {unconfined}"
+            return Failure(ProcessError(why, blocked=True))
         return Success(_result(process, bound, spill, time.monotonic() - started, timed_out))
 
     def _start(
         self, spec: ProcessSpec, run_id: str, cgroup: CommandGroup | None, launch: Launch
-    ) -> Result[tuple[subprocess.Popen[bytes], int, CommandGroup | None], ProcessError]:
+    ) -> Result[tuple[subprocess.Popen[bytes], int, CommandGroup | None, int | None], ProcessError]:
         """Fork and exec the shell (in ``cgroup``, if there is one and it takes it: the
-        result says which; confined as ``launch`` says); quick enough not to need a thread."""
+        result says which; confined as ``launch`` says); quick enough not to need a thread.
+        With a gate (in a cgroup), the command waits behind it: its write end comes back
+        with the process, for :meth:`_let_start` to open."""
         if not os.path.isdir(spec.cwd):
             what = "not a folder" if os.path.exists(spec.cwd) else "no such folder"
             return Failure(ProcessError(f"cannot run in {spec.cwd}: {what}"))
@@ -251,12 +256,30 @@ class SubprocessRunner:
             if gate_read is not None:
                 os.close(gate_read)
             launch.started()
-        if gate_write is not None:
-            if cgroup is not None and not cgroup.adopt(process.pid):
-                cgroup = None
-            os.write(gate_write, b"\n")  # open the gate: the command starts now
-            os.close(gate_write)
-        return Success((process, read_end, cgroup))
+        if gate_write is not None and cgroup is not None and not cgroup.adopt(process.pid):
+            cgroup = None
+        return Success((process, read_end, cgroup, gate_write))
+
+    async def _let_start(self, tree: CommandTree, launch: Launch, gate: int | None) -> str:
+        """Open the gate once the command is confined as ``launch`` says: "" then; else
+        why it could not be, and the gate stays shut (the command never starts)."""
+        try:
+            unconfined = await launch.confinement()
+        except BaseException:  # stopped while the helper starts: nothing of it survives
+            if gate is not None:
+                os.close(gate)
+            await tree.stop(self._grace)
+            raise
+        if gate is None:
+            return unconfined
+        try:
+            if not unconfined:
+                os.write(gate, b"\n")  # open the gate: the command starts now
+        except BrokenPipeError:
+            pass  # its shell ended before the gate opened: how it ended is the result
+        finally:
+            os.close(gate)  # shut for good: a shell still waiting leaves, running nothing
+        return unconfined
 
     async def _follow(
         self,

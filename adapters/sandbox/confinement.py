@@ -12,6 +12,7 @@ Example::
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import functools
 import os
@@ -49,24 +50,89 @@ HELPER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "confine_exec.
 @dataclass
 class Launch:
     """How one command starts: what goes before its argv, the descriptors it keeps, the
-    variables it gets. :meth:`started` once the process exists, :meth:`finished` once
-    it has ended (a read-only command's scratch folder goes then)."""
+    variables it gets. :meth:`started` once the process exists, :meth:`confinement`
+    before the command may run, :meth:`finished` once it has ended (a read-only
+    command's scratch folder goes then).
+
+    ``status`` is the pipe (read end, write end) on which the exec helper says why it
+    could not confine itself; it closes it unwritten by becoming the command."""
 
     prefix: tuple[str, ...] = ()
     pass_fds: tuple[int, ...] = ()
     env: Mapping[str, str] = field(default_factory=dict)
     ruleset: Ruleset | None = None
     scratch: str = ""
+    status: tuple[int, int] = (-1, -1)
 
     def started(self) -> None:
         if self.ruleset is not None:
             self.ruleset.close()
+        reading, writing = self.status
+        if writing >= 0:  # only the helper may hold it, or the pipe would never end
+            os.close(writing)
+            self.status = (reading, -1)
+
+    async def confinement(self) -> str:
+        """Once the helper has become the command (or ended): "" when it is confined
+        (or needs no helper), else why it could not confine itself."""
+        reading = self.status[0]
+        if reading < 0:
+            return ""
+        said = await _read_to_end(reading, STATUS_LIMIT)
+        self._close_status()
+        return said.decode("utf-8", "replace").strip().removeprefix("treadle sandbox: ")
 
     def finished(self) -> None:
         self.started()
+        self._close_status()
         if self.scratch:
             shutil.rmtree(self.scratch, ignore_errors=True)
             self.scratch = ""
+
+    def _close_status(self) -> None:
+        reading, writing = self.status
+        if reading >= 0:
+            os.close(reading)
+            self.status = (-1, writing)
+
+
+def helper_launch(ruleset: Ruleset, env: Mapping[str, str], scratch: str = "") -> Launch:
+    """A command the exec helper starts, confined by ``ruleset`` (the launch owns it),
+    with ``env`` added to its variables."""
+    reading, writing = os.pipe()
+    prefix = (sys.executable, "-I", "-S", HELPER, str(ruleset.fd), str(writing), "--")
+    return Launch(prefix, (ruleset.fd, writing), env, ruleset, scratch, (reading, writing))
+
+
+STATUS_LIMIT = 4096
+"""Bytes read of what the helper says (one line)."""
+
+
+async def _read_to_end(descriptor: int, limit: int) -> bytes:
+    """What comes through a pipe until its last writer closes it (``limit`` bytes kept),
+    read from the event loop: nothing waits in a thread."""
+    loop = asyncio.get_running_loop()
+    ended: asyncio.Future[None] = loop.create_future()
+    said = bytearray()
+
+    def readable() -> None:
+        try:
+            data = os.read(descriptor, 65536)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:
+            data = b""
+        said.extend(data[: max(0, limit - len(said))])
+        if not data and not ended.done():
+            ended.set_result(None)
+
+    os.set_blocking(descriptor, False)
+    loop.add_reader(descriptor, readable)
+    try:
+        await ended
+    finally:
+        loop.remove_reader(descriptor)
+    return bytes(said)
 
 
 UNCONFINED = Launch()
@@ -152,8 +218,7 @@ class Sandbox:
             if scratch:
                 shutil.rmtree(scratch, ignore_errors=True)
             return Failure(f"the sandbox could not be set up: {error.strerror or error}")
-        prefix = (sys.executable, "-I", "-S", HELPER, str(ruleset.fd), "--")
-        return Success(Launch(prefix, (ruleset.fd,), env, ruleset, scratch))
+        return Success(helper_launch(ruleset, env, scratch))
 
     def _cache_folder(self) -> str:
         if not self.cache:

@@ -11,13 +11,15 @@ import time
 from pathlib import Path
 
 import pytest
-from returns.result import Failure, Success
+from returns.result import Failure, Result, Success
 
 from tests.processes import is_running
 from treadle.adapters.process import SubprocessRunner
 from treadle.adapters.process.cgroup import CgroupHome, cgroup_home
 from treadle.adapters.process.environment import child_environment, looks_secret
 from treadle.adapters.process.watchdog_script import doomed
+from treadle.adapters.sandbox.confinement import Launch, helper_launch
+from treadle.adapters.sandbox.landlock import Ruleset
 from treadle.domain.values.process import ProcessResult, ProcessSpec
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs Linux /proc")
@@ -419,3 +421,32 @@ async def test_where_the_kernel_refuses_a_cgroup_the_runner_falls_back_cleanly(
     assert not is_running(int(result.output))
     assert not home.usable
     assert contents_of(folder) == []  # the folder it made is gone again
+
+
+class RefusedRuleset:
+    """A sandbox whose exec helper is handed a descriptor that is no ruleset: the kernel
+    refuses to confine it (landlock_restrict_self fails), as where it cannot."""
+
+    def launch(self) -> Result[Launch, str]:
+        not_a_ruleset = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
+        return Success(helper_launch(Ruleset(not_a_ruleset, abi=1), {}))
+
+
+def open_descriptors() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+@pytest.mark.parametrize("cgroups", [True, False], ids=["behind the gate", "no gate"])
+async def test_a_command_whose_sandbox_helper_cannot_confine_itself_never_runs_and_is_blocked(
+    tmp_path: Path, cgroups: bool
+) -> None:
+    runner = SubprocessRunner(cgroups=cgroups, sandbox=RefusedRuleset())  # type: ignore[arg-type]
+    before = open_descriptors()
+    for _ in range(3):  # whenever the helper ends, before or after the gate is reached
+        outcome = await runner.run(spec("touch ran", tmp_path))
+        assert isinstance(outcome, Failure), outcome
+        error = outcome.failure()
+        assert error.blocked
+        assert error.detail.startswith("the sandbox could not be set up: landlock_restrict_self: ")
+        assert not exists(tmp_path / "ran")
+    assert open_descriptors() == before  # the status pipe, the gate, the ruleset: all closed

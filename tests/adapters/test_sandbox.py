@@ -135,25 +135,36 @@ def test_a_ruleset_for_each_older_abi_is_accepted_and_confines(places, abi: int)
         pytest.skip(f"this kernel has ABI {SUPPORT.abi}")
     workspace, outside = places
     ruleset = prepare((str(workspace),), SandboxSupport(abi))
+    reading, writing = os.pipe()
     try:
         done = subprocess.run(
-            [sys.executable, "-I", "-S", HELPER, str(ruleset.fd), "--", "/bin/bash", "-c",
-             f"echo in > in.txt; echo out > {outside}/out.txt"],
-            cwd=workspace, pass_fds=(ruleset.fd,), capture_output=True, text=True, check=False,
+            [sys.executable, "-I", "-S", HELPER, str(ruleset.fd), str(writing), "--",
+             "/bin/bash", "-c", f"echo in > in.txt; echo out > {outside}/out.txt"],
+            cwd=workspace, pass_fds=(ruleset.fd, writing), capture_output=True, text=True,
+            check=False,
         )  # fmt: skip
+        os.close(writing)
+        assert os.read(reading, 100) == b""  # confined: the helper had nothing to say
     finally:
         ruleset.close()
+        os.close(reading)
     assert DENIED in done.stderr
     assert (workspace / "in.txt").exists() and not (outside / "out.txt").exists()
 
 
 def test_the_exec_helper_given_a_descriptor_that_is_no_ruleset_refuses_to_run() -> None:
+    reading, writing = os.pipe()
     done = subprocess.run(
-        [sys.executable, "-I", "-S", HELPER, "0", "--", "/bin/echo", "ran"],
-        stdin=subprocess.DEVNULL, capture_output=True, text=True, check=False,
+        [sys.executable, "-I", "-S", HELPER, "0", str(writing), "--", "/bin/echo", "ran"],
+        stdin=subprocess.DEVNULL, pass_fds=(writing,), capture_output=True, text=True,
+        check=False,
     )  # fmt: skip
+    os.close(writing)
+    with os.fdopen(reading, "rb") as status:
+        said = status.read().decode()
     assert done.returncode == 126 and "ran" not in done.stdout
     assert done.stderr.startswith("treadle sandbox: landlock_restrict_self:")
+    assert said == done.stderr  # and on the status pipe, for treadle to tell
 
 
 async def test_an_explicit_sandbox_without_landlock_starts_nothing_and_says_why(places) -> None:
