@@ -41,6 +41,7 @@ from treadle.domain.values.outcome import (
     Answered,
     Crashed,
     NeedsApproval,
+    OutcomeKind,
     Stopped,
     TurnEnding,
     TurnOutcome,
@@ -406,7 +407,11 @@ class Agent:
                 self.emit(ToolFinished(call, status, is_error, duration, self.name, diff))
                 log.debug("tool %s ended: %s in %.3f s", call.name, status, duration)
             case EndTurn(cause=cause):
-                self.emit(ToolFinished(call, end_turn(cause).kind.value, False, 0.0, self.name))
+                # It did not do its work: blocked (a sandbox, a sub-agent's approval) is
+                # no success; only a question that waits for its answer is not an error.
+                kind = end_turn(cause).kind
+                failed = kind is not OutcomeKind.WAITING
+                self.emit(ToolFinished(call, kind.value, failed, 0.0, self.name))
         return outcome
 
     def _refuse(self, call: ToolCall, why: str, summary: str = "") -> ToolResult:

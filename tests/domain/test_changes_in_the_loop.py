@@ -177,4 +177,5 @@ async def test_a_sandbox_that_cannot_be_had_ends_the_turn_blocked_naming_why() -
     )
     (finished,) = [e for e in terminal.events if isinstance(e, ToolFinished)]
     assert finished.status == "blocked"
+    assert finished.is_error  # a blocked call is no success: no tick for it
     assert len(model.requests) == 1
