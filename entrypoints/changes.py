@@ -136,8 +136,10 @@ def add_parsers(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
 
 
 def run_change_command(args: argparse.Namespace, out: TextIO) -> int:
-    """Run ``treadle undo|redo|diff``: 0 when done, 1 when there was nothing to do or it
-    failed (the reason on stderr), 2 when a turn is running in the folder."""
+    """Run ``treadle undo|redo|diff``: 0 when done (a turn that changed nothing is
+    undone all the same: the next undo goes a turn further back), 1 when there is
+    nothing to undo, redo or compare with, or it failed (the reason on stderr), 2 when
+    a turn is running in the folder."""
     from treadle.entrypoints.session import state_dir
 
     workspace = os.path.realpath(args.workspace or os.getcwd())

@@ -91,3 +91,24 @@ def test_names_and_contents_the_model_made_never_act_on_the_terminal(
         assert "+hello   cleared abc" in shown.splitlines()
     else:
         assert "cmdname Turn finished" in shown  # the name, on its line
+
+
+def test_undoing_a_turn_that_changed_nothing_exits_0_as_the_readme_says(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    state, workspace = tmp_path / "state", tmp_path / "work"
+    workspace.mkdir()
+    (workspace / "f.txt").write_text("kept\n")
+    monkeypatch.setenv("TREADLE_STATE_DIR", str(state))
+    shadow = shadow_for(str(state), str(workspace))
+    shadow.record(session="s1", task="first").unwrap()
+    shadow.record(session="s1", task="looked only").unwrap()
+    code, shown = run("undo", "--workspace", str(workspace))
+    assert code == 0  # undone all the same: a script must not think nothing happened
+    assert shown.startswith("Undid the turn “looked only”") and "nothing had changed" in shown
+    assert run("undo", "--workspace", str(workspace))[1].startswith("Undid the turn “first”")
+    assert run("undo", "--workspace", str(workspace))[0] == 1  # now nothing is left to undo
+    readme = Path(__file__).resolve().parents[2] / "README.md"
+    said = " ".join(readme.read_text(encoding="utf-8").split())
+    assert "It exits 0 when it did its work, even for a turn that changed nothing" in said
+    assert "It exits 1 when there is nothing to undo, redo or compare with" in said
