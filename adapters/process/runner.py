@@ -187,10 +187,11 @@ class SubprocessRunner:
         )
         reader = _OutputReader(pipe, bound, spill)
         try:
-            unconfined = await self._let_start(tree, launch, gate)
+            unconfined = await self._let_start(tree, launch, gate, spec.timeout)
             # Followed to its end either way: a helper that could not confine itself
             # has ended (or is ending), and is reaped like any command.
-            timed_out = await self._follow(tree, process, reader, spec.timeout)
+            left = spec.timeout - (time.monotonic() - started)
+            timed_out = await self._follow(tree, process, reader, left)
         finally:
             reader.close()
             active_commands.discard(process.pid)
@@ -260,20 +261,24 @@ class SubprocessRunner:
             cgroup = None
         return Success((process, read_end, cgroup, gate_write))
 
-    async def _let_start(self, tree: CommandTree, launch: Launch, gate: int | None) -> str:
+    async def _let_start(
+        self, tree: CommandTree, launch: Launch, gate: int | None, timeout: float
+    ) -> str:
         """Open the gate once the command is confined as ``launch`` says: "" then; else
-        why it could not be, and the gate stays shut (the command never starts)."""
+        why it could not be, and the gate stays shut (the command never starts). A
+        helper that has not got there by the deadline is left to the deadline."""
         try:
-            unconfined = await launch.confinement()
+            said = await launch.confinement(timeout)
         except BaseException:  # stopped while the helper starts: nothing of it survives
             if gate is not None:
                 os.close(gate)
             await tree.stop(self._grace)
             raise
+        unconfined = said or ""
         if gate is None:
             return unconfined
         try:
-            if not unconfined:
+            if said == "":
                 os.write(gate, b"\n")  # open the gate: the command starts now
         except BrokenPipeError:
             pass  # its shell ended before the gate opened: how it ended is the result

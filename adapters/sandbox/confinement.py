@@ -72,14 +72,19 @@ class Launch:
             os.close(writing)
             self.status = (reading, -1)
 
-    async def confinement(self) -> str:
+    async def confinement(self, timeout: float) -> str | None:
         """Once the helper has become the command (or ended): "" when it is confined
-        (or needs no helper), else why it could not confine itself."""
+        (or needs no helper), else why it could not confine itself; None when it has
+        not got that far in ``timeout`` seconds."""
         reading = self.status[0]
         if reading < 0:
             return ""
-        said = await _read_to_end(reading, STATUS_LIMIT)
-        self._close_status()
+        try:
+            said = await asyncio.wait_for(_read_to_end(reading, STATUS_LIMIT), max(0.0, timeout))
+        except TimeoutError:
+            return None
+        finally:
+            self._close_status()
         return said.decode("utf-8", "replace").strip().removeprefix("treadle sandbox: ")
 
     def finished(self) -> None:

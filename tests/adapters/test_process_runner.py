@@ -450,3 +450,23 @@ async def test_a_command_whose_sandbox_helper_cannot_confine_itself_never_runs_a
         assert error.detail.startswith("the sandbox could not be set up: landlock_restrict_self: ")
         assert not exists(tmp_path / "ran")
     assert open_descriptors() == before  # the status pipe, the gate, the ruleset: all closed
+
+
+class StuckHelper:
+    """A sandbox whose helper never gets as far as confining itself (it sleeps, holding
+    the status pipe open)."""
+
+    def launch(self) -> Result[Launch, str]:
+        reading, writing = os.pipe()
+        prefix = ("/bin/sh", "-c", "sleep 30", "sh")
+        return Success(Launch(prefix, (writing,), {}, None, "", (reading, writing)))
+
+
+@pytest.mark.parametrize("cgroups", [True, False], ids=["behind the gate", "no gate"])
+async def test_a_sandbox_helper_that_never_gets_to_the_command_is_stopped_at_the_deadline(
+    tmp_path: Path, cgroups: bool
+) -> None:
+    runner = SubprocessRunner(grace=0.2, cgroups=cgroups, sandbox=StuckHelper())  # type: ignore[arg-type]
+    result = ran(await runner.run(spec("touch ran", tmp_path, timeout=0.3)))
+    assert result.timed_out and result.duration < 5
+    assert not exists(tmp_path / "ran")
