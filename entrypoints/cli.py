@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import signal
 import sys
@@ -74,6 +75,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from treadle.entrypoints import early_signals
 
         early_signals.hold()  # until the turn takes them: see early_signals
+        # Starting allocates hundreds of thousands of objects and frees few: the cycle
+        # collector would only slow it (a tenth of a session's start). The session
+        # turns it back on once it is built (session.collect_from_now_on).
+        gc.disable()
     try:
         if argv[:1] == ["batch"]:
             from treadle.entrypoints.batch import run_batch_command
@@ -97,6 +102,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _stopped(command, "--json" in argv)
     except Exception as bug:  # a bug outside any turn still leaves one line
         return _bug_outside_a_turn(bug)
+    finally:
+        gc.enable()  # whatever way it left: a program calling main() collects again
 
 
 def _interrupted(signum: int, frame: object) -> None:

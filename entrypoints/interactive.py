@@ -138,7 +138,7 @@ async def _session(
         start_session,
     )
     from treadle.entrypoints.injector import providers
-    from treadle.entrypoints.session import refusal, unusable_session
+    from treadle.entrypoints.session import collect_from_now_on, refusal, unusable_session
 
     hint = f" — type to go on, or later: treadle --resume {session_id}"
     container = session_container(app, mode="tty", session_dir=session_dir, resume_hint=hint)
@@ -157,6 +157,7 @@ async def _session(
         except unusable_session() as error:
             print(refusal(error, session_id), file=sys.stderr)
             return 2
+        collect_from_now_on()
         terminal.note(greeting)
         terminal.open_session()
         commands = change_commands(app, terminal)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import gc
 import os
 import re
 import sys
@@ -86,6 +87,13 @@ def open_session(args: argparse.Namespace) -> tuple[AppConfig, str, bool]:
     recorded = {"model": meta.model, "base_url": meta.base_url, "workspace": meta.workspace}
     app = load_config(flags=flags, environ=os.environ, session=(session_id, recorded))
     return app, session_id, True
+
+
+def collect_from_now_on() -> None:
+    """The session is built: what start-up made stays (frozen out of the collector's
+    way), and the cycle collector runs again for the turn (see cli.main)."""
+    gc.freeze()
+    gc.enable()
 
 
 def hide_environment_from_commands() -> None:
@@ -196,6 +204,7 @@ async def _one_turn(
         except unusable_session() as error:
             print(refusal(error, session_id), file=sys.stderr)
             return 2
+        collect_from_now_on()
         if isinstance(agent, StoppedFirst):  # stopped while its MCP servers started
             outcome = end_turn(Stopped())
             container.screen().show(TurnEnded(outcome, Usage(), 0, 0.0))
