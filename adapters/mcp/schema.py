@@ -8,14 +8,21 @@ their rules, so every tool is made acceptable before it is offered:
 - an input schema whose root is ``type: object`` with ``properties``, and no ``anyOf``,
   ``oneOf``, ``allOf``, ``not`` or ``enum`` at the top (what was dropped is told in
   the description instead); arrays with ``items`` and objects with ``properties``
-  below, since OpenAI refuses them without.
+  below, since OpenAI refuses them without;
+- property keys of ``[a-zA-Z0-9_.-]{1,64}`` at every depth (Anthropic's rule; OpenAI
+  takes these too): a key that does not fit (``$top``, ``filter[id]``, ``user name``)
+  is offered under a name that does, the server's own in the property's description,
+  and the model's arguments go back to the server under its names.
 
 Example::
 
     >>> tool_name("git hub", "search.code", set())
     'mcp__git_hub__search_code'
-    >>> provider_schema({"anyOf": [{"required": ["a"]}]})
-    ({'type': 'object', 'properties': {}}, {'anyOf': [{'required': ['a']}]})
+    >>> offered = provider_schema({"properties": {"$top": {"type": "integer"}}})
+    >>> offered.schema["properties"]
+    {'_top': {'type': 'integer', 'description': '(the server calls it "$top")'}}
+    >>> offered.server_arguments({"_top": 5})
+    {'$top': 5}
 """
 
 from __future__ import annotations
@@ -24,16 +31,22 @@ import copy
 import hashlib
 import json
 import re
-from collections.abc import Mapping, MutableSet
+from collections.abc import Iterator, Mapping, MutableSet
+from dataclasses import dataclass
 from typing import Any
 
 MAX_TOOL_NAME = 64
-"""Both providers' limit on a tool's name."""
+"""Both providers' limit on a tool's name (and Anthropic's on a property key)."""
 
 TOP_LEVEL_REFUSED = ("anyOf", "oneOf", "allOf", "not", "enum")
 """Keywords both providers refuse at the root of a tool's schema."""
 
+PROPERTY_KEY = re.compile(r"[a-zA-Z0-9_.-]{1,64}\Z")
+"""Anthropic's rule for every key of ``properties``, at any depth."""
+
 _NOT_NAME = re.compile(r"[^a-zA-Z0-9_-]")
+_NOT_KEY = re.compile(r"[^a-zA-Z0-9_.-]")
+_HASH = 8
 # Where schemas sit inside a schema; everything else (default, enum, examples…) is data.
 _SCHEMA_MAPS = frozenset({"properties", "patternProperties", "$defs", "definitions"})
 _SCHEMA_LISTS = frozenset({"anyOf", "oneOf", "allOf", "prefixItems", "items"})
@@ -43,15 +56,34 @@ _SCHEMAS = frozenset({"items", "additionalProperties", "not", "contains", "if", 
 def tool_name(server: str, tool: str, taken: MutableSet[str]) -> str:
     """The name the model calls a server's tool by, unique among ``taken`` (updated)."""
     name = f"mcp__{_NOT_NAME.sub('_', server)}__{_NOT_NAME.sub('_', tool)}"
-    if len(name) > MAX_TOOL_NAME or name in taken:
-        digest = hashlib.sha256(f"{server}\0{tool}".encode()).hexdigest()[:8]
-        name = f"{name[: MAX_TOOL_NAME - len(digest) - 1]}_{digest}"
-    taken.add(name)
-    return name
+    return _unique(name, f"{server}\0{tool}", taken, MAX_TOOL_NAME)
 
 
-def provider_schema(schema: object) -> tuple[dict[str, Any], dict[str, Any]]:
-    """``schema`` made acceptable to both providers, and the top-level keywords it lost."""
+@dataclass(frozen=True, slots=True)
+class ProviderSchema:
+    """A tool's input schema as the providers take it (``schema``), the top-level
+    keywords it lost (``dropped``), and the property keys it renamed: each name
+    offered to the model, and the server's own (``renamed``)."""
+
+    schema: dict[str, Any]
+    dropped: dict[str, Any]
+    renamed: Mapping[str, str]
+
+    def server_arguments(self, arguments: Mapping[str, Any]) -> dict[str, Any]:
+        """The model's arguments under the server's names, at every depth.
+
+        A renamed key is one no property of the schema has, so wherever it appears
+        in the arguments, it can only be the property it stands for.
+        """
+        if not self.renamed:
+            return dict(arguments)
+        server = _renamed_back(dict(arguments), self.renamed)
+        assert isinstance(server, dict)
+        return server
+
+
+def provider_schema(schema: object) -> ProviderSchema:
+    """``schema`` made acceptable to both providers (a copy: the server's stays as it was)."""
     result: dict[str, Any] = copy.deepcopy(dict(schema)) if isinstance(schema, Mapping) else {}
     for key in ("$schema", "$id"):
         result.pop(key, None)
@@ -60,8 +92,23 @@ def provider_schema(schema: object) -> tuple[dict[str, Any], dict[str, Any]]:
     result.setdefault("properties", {})
     if not isinstance(result["properties"], dict):
         result["properties"] = {}
-    _complete(result)
-    return result, dropped
+    taken = {key for node in _schemas(result) for key in _properties(node) if _fits(key)}
+    offered: dict[str, str] = {}  # the server's key -> the name offered for it
+    for node in _schemas(result):
+        _complete(node)
+        properties = _properties(node)
+        if all(_fits(key) for key in properties):
+            continue
+        for key in properties:
+            if not _fits(key) and key not in offered:
+                offered[key] = _unique(_NOT_KEY.sub("_", key) or "_", key, taken)
+        node["properties"] = {
+            offered.get(key, key): _noting(value, key) if key in offered else value
+            for key, value in properties.items()
+        }
+        if isinstance(node.get("required"), list):
+            node["required"] = [offered.get(key, key) for key in node["required"]]
+    return ProviderSchema(result, dropped, {name: key for key, name in offered.items()})
 
 
 def described(description: str, dropped: Mapping[str, Any], limit: int = 600) -> str:
@@ -74,22 +121,72 @@ def described(description: str, dropped: Mapping[str, Any], limit: int = 600) ->
     return f"{description}\n\nThe arguments must also satisfy: {rule}".strip()
 
 
-def _complete(node: Any) -> None:
-    """Give arrays their ``items`` and objects their ``properties``, everywhere below."""
-    if not isinstance(node, dict):
-        return
+def _unique(name: str, original: str, taken: MutableSet[str], limit: int = MAX_TOOL_NAME) -> str:
+    """``name``, or when it is longer than ``limit`` or taken, cut and ended with a
+    short hash of ``original``; added to ``taken``."""
+    if len(name) > limit or name in taken:
+        digest = hashlib.sha256(original.encode("utf-8", "replace")).hexdigest()[:_HASH]
+        tail, attempt = digest, 1
+        while (candidate := f"{name[: limit - len(tail) - 1]}_{tail}") in taken:
+            tail, attempt = f"{digest}{attempt}", attempt + 1  # practically never
+        name = candidate
+    taken.add(name)
+    return name
+
+
+def _fits(key: str) -> bool:
+    return PROPERTY_KEY.match(key) is not None
+
+
+def _noting(schema: Any, key: str) -> Any:
+    """A renamed property's schema, its description saying the server's name."""
+    if schema is True:
+        schema = {}
+    if not isinstance(schema, dict):
+        return schema
+    note = f"(the server calls it {json.dumps(key, ensure_ascii=False)})"
+    about = schema.get("description")
+    schema["description"] = f"{about} {note}" if isinstance(about, str) and about else note
+    return schema
+
+
+def _renamed_back(value: Any, renamed: Mapping[str, str]) -> Any:
+    if isinstance(value, dict):
+        return {renamed.get(key, key): _renamed_back(item, renamed) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_renamed_back(item, renamed) for item in value]
+    return value
+
+
+def _properties(node: dict[str, Any]) -> dict[str, Any]:
+    properties = node.get("properties")
+    return properties if isinstance(properties, dict) else {}
+
+
+def _schemas(root: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    """Every schema in ``root``, itself first, each before those below it. A caller
+    may replace a schema's ``properties`` when it gets it: the walk goes on below
+    the new ones."""
+    pending: list[Any] = [root]
+    while pending:
+        node = pending.pop()
+        if not isinstance(node, dict):
+            continue
+        yield node
+        for key, value in node.items():
+            if key in _SCHEMA_MAPS and isinstance(value, dict):
+                pending.extend(value.values())
+            elif key in _SCHEMA_LISTS and isinstance(value, list):
+                pending.extend(value)
+            elif key in _SCHEMAS:
+                pending.append(value)
+
+
+def _complete(node: dict[str, Any]) -> None:
+    """Give an array its ``items`` and an object its ``properties``."""
     kind = node.get("type")
     kinds = kind if isinstance(kind, list) else [kind]
     if "array" in kinds and "items" not in node:
         node["items"] = {}
     if "object" in kinds and "properties" not in node and "additionalProperties" not in node:
         node["properties"] = {}
-    for key, value in node.items():
-        if key in _SCHEMA_MAPS and isinstance(value, dict):
-            for schema in value.values():
-                _complete(schema)
-        elif key in _SCHEMA_LISTS and isinstance(value, list):
-            for schema in value:
-                _complete(schema)
-        elif key in _SCHEMAS:
-            _complete(value)

@@ -1,10 +1,12 @@
 """An MCP server's tool, as one of treadle's: it implements the Tool port.
 
 The model calls it as ``mcp__<server>__<tool>`` with the server's input schema (made
-acceptable to the providers, see :mod:`.schema`). It counts as writing — asked for
-under ``ask``, refused under ``read-only`` — unless the server marks it read-only or
-the configuration's ``mcp_allowed`` names it. Its result is bounded like a command's
-output, and a result the server flags with ``isError`` is a failed call.
+acceptable to the providers, see :mod:`.schema`: a property key they refuse is
+offered under another name, and the call goes to the server under its own). It
+counts as writing — asked for under ``ask``, refused under ``read-only`` — unless
+the server marks it read-only or the configuration's ``mcp_allowed`` names it. Its
+result is bounded like a command's output, and a result the server flags with
+``isError`` is a failed call.
 """
 
 from __future__ import annotations
@@ -62,25 +64,30 @@ class McpTool:
         allowed: bool = False,
         redactor: Redactor | None = None,
     ) -> None:
-        schema, dropped = provider_schema(listed.input_schema)
+        offered = provider_schema(listed.input_schema)
         about = listed.description or f"The {listed.name} tool"
-        self.spec = ToolSpec(name, described(f"{about} (MCP server {server})", dropped), schema)
+        description = described(f"{about} (MCP server {server})", offered.dropped)
+        self.spec = ToolSpec(name, description, offered.schema)
         self.access: Access = "read" if listed.read_only or allowed else "write"
         self.server = server
         self.listed = listed
+        self._offered = offered
         self._caller = caller
         self._timeout = timeout
         self._redactor = redactor
 
     def describe(self, arguments: Mapping[str, Any]) -> str:
-        shown = json.dumps(dict(arguments), ensure_ascii=False) if arguments else ""
+        """The call as the server gets it (its tool's name, its arguments' names)."""
+        server = self._offered.server_arguments(arguments)
+        shown = json.dumps(server, ensure_ascii=False) if server else ""
         summary = f"{self.server}: {self.listed.name} {shown}".rstrip()
         return summary if len(summary) <= SUMMARY_LENGTH else summary[: SUMMARY_LENGTH - 1] + "…"
 
     async def run(self, arguments: Mapping[str, Any], context: ToolContext) -> ToolOutcome:
         timeout = self._timeout or context.limits.default_timeout
         started = context.clock.now()
-        outcome = await self._caller.call(self.listed.name, dict(arguments), timeout)
+        server = self._offered.server_arguments(arguments)
+        outcome = await self._caller.call(self.listed.name, server, timeout)
         elapsed = context.clock.now() - started
         match outcome:
             case Success(McpAnswer(text=text, is_error=is_error)):

@@ -7,7 +7,10 @@ messages state (collected from public issue threads: neither documents all of th
 - a name of ``[a-zA-Z0-9_-]{1,64}``, unique in the list;
 - a schema whose root is ``type: object``, with no ``anyOf``, ``oneOf``, ``allOf``
   (OpenAI: nor ``enum`` or ``not``) at the top;
-- OpenAI also: every object schema with ``properties``, every array with ``items``.
+- OpenAI also: every object schema with ``properties``, every array with ``items``;
+- Anthropic also: every key of ``properties``, at any depth, of ``[a-zA-Z0-9_.-]{1,64}``
+  (``$top``, ``filter[id]`` and ``user name`` are refused). OpenAI states no rule for
+  property keys outside strict mode, and none is known refused.
 
 Example::
 
@@ -20,6 +23,7 @@ import re
 from typing import Any
 
 NAME = re.compile(r"[a-zA-Z0-9_-]{1,64}\Z")
+PROPERTY_KEY = re.compile(r"[a-zA-Z0-9_.-]{1,64}\Z")
 OPENAI_TOP_LEVEL = ("oneOf", "anyOf", "allOf", "enum", "not")
 ANTHROPIC_TOP_LEVEL = ("oneOf", "anyOf", "allOf")
 
@@ -123,7 +127,28 @@ def anthropic_refusal(tools: list[Any]) -> dict[str, Any] | None:
                 f"{where}.input_schema: input_schema does not support oneOf, allOf, or anyOf "
                 "at the top level"
             )
+        if any(not PROPERTY_KEY.match(key) for key in _property_keys(schema)):
+            return _anthropic(
+                f"{where}.input_schema.properties: Property keys should match pattern "
+                "'^[a-zA-Z0-9_.-]{1,64}$'"
+            )
     return None
+
+
+def _property_keys(schema: Any) -> list[str]:
+    """Every key of every ``properties`` in ``schema``, at any depth."""
+    if isinstance(schema, list):
+        return [key for inner in schema for key in _property_keys(inner)]
+    if not isinstance(schema, dict):
+        return []
+    properties = schema.get("properties")
+    keys = [str(key) for key in properties] if isinstance(properties, dict) else []
+    for key, inner in schema.items():
+        if key in ("properties", "$defs", "definitions", "patternProperties"):
+            keys += _property_keys(list((inner or {}).values()) if isinstance(inner, dict) else [])
+        elif key in ("items", "additionalProperties", "not", "anyOf", "oneOf", "allOf"):
+            keys += _property_keys(inner)
+    return keys
 
 
 def _anthropic(message: str) -> dict[str, Any]:

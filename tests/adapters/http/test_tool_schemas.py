@@ -84,6 +84,10 @@ async def test_the_servers_own_names_and_schemas_would_be_refused(mcp_tools, ada
         ("nothing", {"type": "object"}, {"openai"}),
         ("tag", {"type": "object", "properties": {"t": {"type": "array"}}}, {"openai"}),
         ("x" * 65, {"type": "object", "properties": {}}, {"openai", "anthropic"}),
+        ("query", {"type": "object", "properties": {"user name": {}}}, {"anthropic"}),
+        ("deep", {"type": "object", "properties": {"o": {"properties": {"$": {}}}}}, {"anthropic"}),
+        ("long", {"type": "object", "properties": {"k" * 65: {}}}, {"anthropic"}),
+        ("fine", {"type": "object", "properties": {"a.b-c_1": {}, "k" * 64: {}}}, set()),
     ],
 )
 async def test_each_rule_of_the_checker_refuses_what_its_provider_does(

@@ -9,14 +9,16 @@ Its tools: ``echo`` answers (read-only), ``fail`` fails (``isError``), ``hang`` 
 answers until cancelled, ``wedge`` blocks the whole server, ``image`` returns a PNG,
 ``big`` returns many characters, ``crash`` kills the server mid-call, ``spawn_child``
 leaves a ``sleep`` in its group, ``environment`` tells its folder and variables,
-and ``pick``, ``tag``, ``nothing`` and ``files.read`` have names or schemas the model providers
-would refuse as they are. Each request, tool start and cancellation is a line in
-the ``--log`` file, so a test can see what the server saw.
+and ``pick``, ``tag``, ``nothing``, ``query`` and ``files.read`` have names or schemas the
+model providers would refuse as they are. Each request (a call with its arguments),
+tool start and cancellation is a line in the ``--log`` file, so a test can see what
+the server saw.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import signal
 import socket
@@ -57,6 +59,9 @@ class Logged:
     async def __call__(self, ctx: Any, call_next: Callable[[Any], Awaitable[Any]]) -> Any:
         if ctx.request_id is None:
             log(f"notification {ctx.method} {dict(ctx.params or {})}")
+        elif ctx.method == "tools/call":
+            params = dict(ctx.params or {})
+            log(f"request tools/call {params.get('name')} {json.dumps(params.get('arguments'))}")
         else:
             log(f"request {ctx.method}")
         return await call_next(ctx)
@@ -81,6 +86,10 @@ def build_server() -> Any:
         """Takes nothing."""
         return "nothing"
 
+    def query() -> str:
+        """Takes property keys Anthropic refuses (the log shows what it was given)."""
+        return "queried"
+
     awkward = [
         # A top-level anyOf (both providers refuse it), and an array without items.
         Tool.from_function(pick).model_copy(
@@ -98,6 +107,27 @@ def build_server() -> Any:
         ),
         # No properties at all: OpenAI refuses an object schema without them.
         Tool.from_function(nothing).model_copy(update={"parameters": {"type": "object"}}),
+        # Property keys outside [a-zA-Z0-9_.-]{1,64}, at the top and below: Anthropic
+        # refuses them.
+        Tool.from_function(query).model_copy(
+            update={
+                "parameters": {
+                    "type": "object",
+                    "properties": {
+                        "$top": {"type": "integer"},
+                        "filter[id]": {"type": "string", "description": "An id."},
+                        "user name": {"type": "string"},
+                        "k" * 70: {"type": "string"},
+                        "options": {
+                            "type": "object",
+                            "properties": {"sort by": {"type": "string"}},
+                            "required": ["sort by"],
+                        },
+                    },
+                    "required": ["$top"],
+                }
+            }
+        ),
     ]
     server = MCPServer("treadle-test", version="1.0", middleware=[Logged()], tools=awkward)
 
@@ -155,8 +185,6 @@ def build_server() -> Any:
     @server.tool(annotations=ToolAnnotations(read_only_hint=True))
     def environment(names: list[str]) -> str:
         """The server's folder and the values of ``names`` in its environment."""
-        import json
-
         return json.dumps({"cwd": os.getcwd(), **{name: os.environ.get(name) for name in names}})
 
     @server.tool(name="files.read", annotations=ToolAnnotations(read_only_hint=True))

@@ -72,6 +72,22 @@ async def test_the_servers_tools_are_offered_under_names_the_providers_accept(sh
     assert shared.notices == []
 
 
+async def test_renamed_arguments_reach_the_server_under_its_own_names(shared, folder) -> None:
+    offered = shared.tools["mcp__test__query"].spec.parameters["properties"]
+    assert all(re.fullmatch(r"[a-zA-Z0-9_.-]{1,64}", key) for key in offered)
+    long = next(key for key in offered if key.startswith("kkk"))
+    arguments = {"_top": 3, "filter_id_": "a1", long: "x", "options": {"sort_by": "name"}}
+    outcome = result(await shared.call("mcp__test__query", tool_context(folder), **arguments))
+    assert (outcome.text, outcome.is_error) == ("queried", False)
+    [call] = [line for line in events_of(folder, "test") if " tools/call query " in line]
+    assert json.loads(call.split(" ", 3)[3]) == {
+        "$top": 3,
+        "filter[id]": "a1",
+        "k" * 70: "x",
+        "options": {"sort by": "name"},
+    }
+
+
 async def test_tools_count_as_writing_unless_the_server_says_they_only_read(shared) -> None:
     access = {name: tool.access for name, tool in shared.tools.items()}
     assert access["mcp__test__echo"] == access["mcp__time__get_current_time"] == "read"

@@ -133,3 +133,21 @@ async def test_a_sub_agent_gets_the_same_mcp_tools(rig, server) -> None:
         ("agent-1", "mcp__files__read"),
     ]
     assert server.calls == [("read", {"path": "a.txt"}, 120.0)]
+
+
+async def test_the_model_calls_with_the_offered_names_and_the_server_gets_its_own(
+    rig, server
+) -> None:
+    schema = {
+        "type": "object",
+        "properties": {"$top": {"type": "integer"}, "filter[id]": {"type": "string"}},
+        "required": ["$top"],
+    }
+    tool = McpTool("files", ListedTool("read", "", schema, True), "mcp__files__read", server)
+    assert list(tool.spec.parameters["properties"]) == ["_top", "filter_id_"]
+    run = rig([R.calling("mcp__files__read", _top=2, filter_id_="a1"), R.saying("Done.")])
+    agent = Agent(run.agent.ports, run.agent.settings, [tool])
+    assert (await agent.run_turn("go")).kind is OutcomeKind.FINISHED
+    assert server.calls == [("read", {"$top": 2, "filter[id]": "a1"}, 120.0)]
+    [started] = [event for event in run.terminal.events if isinstance(event, ToolStarted)]
+    assert started.summary == 'files: read {"$top": 2, "filter[id]": "a1"}'
