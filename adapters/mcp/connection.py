@@ -27,7 +27,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Iterator
 from typing import Any, Literal
 
 import anyio
@@ -45,7 +45,9 @@ from treadle.adapters.mcp.http import MissingToken, http_transport
 from treadle.adapters.mcp.results import answer_of
 from treadle.adapters.mcp.stdio import ServerProcess, stdio_transport
 from treadle.adapters.mcp.values import ListedTool, McpAnswer, McpCallFailure
+from treadle.adapters.mcp.wire import ToolListRepair, first_problem
 from treadle.adapters.process.tree import running_trees
+from treadle.domain.values.text import one_line
 
 log = logging.getLogger(__name__)
 
@@ -92,6 +94,8 @@ class McpConnection:
         self.error = ""
         self.server_info = ""
         self.tools: tuple[ListedTool, ...] = ()
+        self.notes: tuple[str, ...] = ()
+        """What was mended in its tool list (a tool left out, or offered without arguments)."""
         self.startup_seconds = 0.0
         self._workspace = workspace
         self._passthrough = passthrough
@@ -100,6 +104,8 @@ class McpConnection:
         self._on_failure = on_failure
         self._process = ServerProcess(grace=grace)
         self._http_status: int | None = None
+        self._repair = ToolListRepair()
+        self._phase = "initialize"
         self._session: ClientSession | None = None
         self._owner: asyncio.Task[None] | None = None
         self._scope: anyio.CancelScope | None = None
@@ -165,7 +171,8 @@ class McpConnection:
             with anyio.CancelScope() as scope:
                 self._scope = scope
                 async with contextlib.AsyncExitStack() as stack:
-                    read, write = await stack.enter_async_context(self._transport())
+                    streams = await stack.enter_async_context(self._transport())
+                    read, write = self._repair.around(streams)
                     session = await stack.enter_async_context(
                         ClientSession(
                             read,
@@ -176,7 +183,10 @@ class McpConnection:
                     )
                     result = await session.initialize()
                     self.server_info = f"{result.server_info.name} {result.server_info.version}"
+                    self._repair.version = result.protocol_version
+                    self._phase = "tools/list"
                     self.tools = await _listed_tools(session)
+                    self.notes = tuple(self._repair.notes)
                     self._session = session
                     self._ready.set_result(None)
                     await self._until_the_end()
@@ -297,13 +307,18 @@ class McpConnection:
                         f"the MCP server {self.name} went away during the call: {why}",
                     )
                 )
+            if error.code == mcp.PARSE_ERROR:  # an answer the transport could not read
+                unreadable = f"the MCP server {self.name} sent an answer treadle cannot read"
+                return Failure(McpCallFailure("protocol", f"{unreadable} ({_reason(error)})"))
             return Failure(McpCallFailure("protocol", f"MCP error {error.code}: {error.message}"))
         except asyncio.CancelledError:
             self._keep(asyncio.ensure_future(self._probe("was cancelled")))
             raise
         except (RuntimeError, ValidationError) as error:
-            # A result that does not match the tool's outputSchema, or an input request.
-            unusable = f"the MCP server {self.name} sent a result treadle cannot use: {error}"
+            # A result that is not a tool's result, does not match the tool's
+            # outputSchema, or is an input request.
+            why = first_problem(error) if isinstance(error, ValidationError) else str(error)
+            unusable = f"the MCP server {self.name} sent a result treadle cannot use ({why})"
             return Failure(McpCallFailure("protocol", unusable))
         except Exception as error:  # a server's fault the SDK did not foresee: not a bug of ours
             log.warning("a call to MCP server %s failed", self.name, exc_info=True)
@@ -357,12 +372,19 @@ class McpConnection:
         return f"exited with code {code}"
 
     def _startup_failure(self, error: Exception) -> str:
-        if isinstance(error, MissingToken):
-            return str(error)
+        """Why the start failed, from the error (perhaps in task groups) it ended with."""
+        causes = list(_leaves(error))
+        if token := next((cause for cause in causes if isinstance(cause, MissingToken)), None):
+            return str(token)
         if isinstance(error, OSError) and self._process.pid is None:
             return f"cannot start {self.config.command}: {error.strerror or error}"
-        if self._process.pid is not None and self._process.exit_code is not None:
-            return f"{self._ending()} before answering initialize{self._stderr_tail()}"
+        went_away = any(
+            isinstance(cause, MCPError) and cause.code == mcp.CONNECTION_CLOSED for cause in causes
+        )
+        if went_away and self._process.exit_code is not None:
+            return f"{self._ending()} before answering {self._phase}{self._stderr_tail()}"
+        if unreadable := next((c for c in causes if isinstance(c, ValidationError)), None):
+            return f"its answer to {self._phase} is not valid MCP ({first_problem(unreadable)})"
         if self._http_status is not None:
             return f"HTTP {self._http_status} from {self.config.url}"
         return describe(error) + self._stderr_tail()
@@ -402,6 +424,23 @@ async def _listed_tools(session: ClientSession) -> tuple[ListedTool, ...]:
         if not cursor:
             break
     return tuple(tools)
+
+
+def _reason(error: MCPError) -> str:
+    """The gist of an error the SDK made of a parser's report: its line that says
+    what is wrong (pydantic's report has it under a heading), on one line."""
+    lines = [line.strip() for line in error.message.splitlines() if line.strip()]
+    said = [line for line in lines[1:] if not line.startswith("For further information")]
+    return one_line((said or lines or ["no reason given"])[0].split(" [type=")[0], 200)
+
+
+def _leaves(error: BaseException) -> Iterator[BaseException]:
+    """The errors inside the task groups that wrapped ``error``."""
+    if isinstance(error, BaseExceptionGroup):
+        for inner in error.exceptions:
+            yield from _leaves(inner)
+    else:
+        yield error
 
 
 def describe(error: BaseException) -> str:

@@ -4,7 +4,8 @@ offered to the model, stopped together at its end.
 The SDK takes half a second to import, so it is imported only when a server is
 enabled, and off the event loop. A server that fails to start is reported once, as
 a :class:`~treadle.domain.values.events.Notice`; its tools are absent and the session
-goes on. One that fails later is reported once too; its tools then fail.
+goes on. One that fails later is reported once too; its tools then fail. A tool its
+server lists malformed is offered without arguments or left out, and said so.
 
 Example::
 
@@ -119,6 +120,8 @@ class McpServers:
                 self._tool(connection, listed, tool_name(name, listed.name, taken))
                 for listed in connection.tools
             )
+            for note in connection.notes:
+                self._notify(Notice("mcp_tool_list_repaired", f"MCP server {name}: {note}."))
 
     def tools(self) -> list[Tool]:
         """Every tool of every server that started, in the configured order."""
@@ -141,6 +144,7 @@ class McpServers:
                 statuses.append(ServerStatus(config, "failed", connection.error))
             else:
                 detail = f"{connection.server_info}, in {connection.startup_seconds:.2f} s"
+                detail += "".join(f"; {note}" for note in connection.notes)
                 statuses.append(
                     ServerStatus(config, "started", detail, self._tools.get(config.name, ()))
                 )

@@ -8,8 +8,9 @@ and the watchdog's markers, so that whatever it starts is found and stopped with
 treadle. Its stderr goes to a log file, never to the screen.
 
 The streams follow the SDK's transport contract: one JSON-RPC message per line, read
-into ``SessionMessage`` items (or the exception a bad line raised), written back the
-same way. A message over :data:`MAX_MESSAGE` bytes ends the connection.
+into ``SessionMessage`` items (its strings well-formed, see :func:`.wire.message_of`;
+or the exception a line that is not JSON raised), written back the same way. A
+message over :data:`MAX_MESSAGE` bytes ends the connection.
 """
 
 from __future__ import annotations
@@ -23,12 +24,12 @@ from dataclasses import dataclass, field
 
 import anyio
 import anyio.abc
-import mcp_types as mcp
 from mcp.client._transport import TransportStreams
 from mcp.shared.message import SessionMessage
 
 from treadle.adapters.mcp.config import McpServerConfig
 from treadle.adapters.mcp.values import MAX_MESSAGE
+from treadle.adapters.mcp.wire import message_of
 from treadle.adapters.process.environment import child_environment
 from treadle.adapters.process.tree import (
     CommandTree,
@@ -165,7 +166,7 @@ async def _read_messages(
                     del buffer[: end + 1]
                     searched = 0
                     if line.strip():
-                        await messages.send(_message(line))
+                        await messages.send(message_of(line))
                 searched = len(buffer)
                 if len(buffer) > MAX_MESSAGE:
                     log.warning(
@@ -176,13 +177,6 @@ async def _read_messages(
         return  # the session has gone
     finally:
         process_state.ended.set()
-
-
-def _message(line: bytes) -> SessionMessage | Exception:
-    try:
-        return SessionMessage(mcp.jsonrpc_message_adapter.validate_json(line, by_name=False))
-    except ValueError as error:  # a line that is not JSON-RPC: the session is told
-        return error
 
 
 async def _write_messages(

@@ -7,10 +7,11 @@
 
 Its tools: ``echo`` answers (read-only), ``fail`` fails (``isError``), ``hang`` never
 answers until cancelled, ``wedge`` blocks the whole server, ``image`` returns a PNG,
-``big`` returns many characters, ``crash`` kills the server mid-call, ``spawn_child``
-leaves a ``sleep`` in its group, ``environment`` tells its folder and variables,
-and ``pick``, ``tag``, ``nothing``, ``query`` and ``files.read`` have names or schemas the
-model providers would refuse as they are. Each request (a call with its arguments),
+``big`` returns many characters, ``lone`` (over HTTP) a lone surrogate, ``crash``
+kills the server mid-call, ``spawn_child`` leaves a ``sleep`` in its group,
+``environment`` tells its folder and variables, and ``pick``, ``tag``, ``nothing``,
+``query`` and ``files.read`` have names or schemas the model providers would refuse
+as they are. Each request (a call with its arguments),
 tool start and cancellation is a line in the ``--log`` file, so a test can see what
 the server saw.
 """
@@ -31,6 +32,9 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 LOG: str | None = None
+LONE = "@@LS@@"
+"""Stands for a lone surrogate, which the SDK's server cannot write: over HTTP, the
+bytes sent have the JSON escape ``\\udc80`` (as long: no length changes) instead."""
 
 
 def log(line: str) -> None:
@@ -169,6 +173,11 @@ def build_server() -> Any:
         """``size`` characters of text."""
         return "".join(chr(97 + i % 26) for i in range(size))
 
+    @server.tool(annotations=ToolAnnotations(read_only_hint=True))
+    def lone() -> str:
+        """Over HTTP, answers with a lone surrogate."""
+        return f"bad {LONE} text"
+
     @server.tool()
     def crash() -> str:
         """Dies in the middle of the call."""
@@ -243,7 +252,14 @@ def serve_http(server: Any, fd: int, token: str | None) -> None:
                 await send({"type": "http.response.start", "status": 401, "headers": []})
                 await send({"type": "http.response.body", "body": b"unauthorized"})
                 return
-        await app(scope, receive, send)
+
+        async def sending(message: Any) -> None:
+            if message["type"] == "http.response.body":
+                body = message.get("body", b"").replace(LONE.encode(), b"\\udc80")
+                message = {**message, "body": body}
+            await send(message)
+
+        await app(scope, receive, sending)
 
     listening = socket.socket(fileno=fd)
     config = uvicorn.Config(guarded, log_level="warning", lifespan="on")

@@ -145,3 +145,17 @@ async def test_a_refused_token_or_a_missing_one_is_reported(url, folder, monkeyp
     assert texts[1].startswith("MCP server unset did not start: $UNSET_TOKEN")
     assert texts[2].startswith("MCP server nobody did not start: cannot connect")
     assert session.tools == {}
+
+
+async def test_a_result_the_sdk_cannot_parse_fails_the_call_at_once_saying_why(web, folder) -> None:
+    """A lone surrogate: the SDK's HTTP transport parses the answer itself, refuses it,
+    and answers the call with an error (it never waits for the deadline)."""
+    outcome = result(await web.call("mcp__web__lone", tool_context(folder)))
+    assert (outcome.is_error, outcome.status) == (True, "protocol error")
+    assert outcome.text.startswith(
+        "Error: the MCP server web sent an answer treadle cannot read (Invalid JSON: lone "
+    )
+    assert "\n" not in outcome.text and "[type=" not in outcome.text
+    assert (
+        result(await web.call("mcp__web__echo", tool_context(folder), text="x")).text == "echo: x"
+    )

@@ -1,0 +1,78 @@
+"""A hand-written MCP server on stdio (one JSON-RPC message a line), for what the
+SDK's own server API refuses to send: answers the SDK cannot read.
+
+    python raw_server.py [--broken-list]
+
+Its tools: ``echo`` answers; ``lone`` answers with a lone surrogate (the JSON escape
+``\\udc80``), ``bytes`` with a byte that is not UTF-8, ``shapeless`` with a result
+that is not an object, ``wrong`` with content that is not a tool's. Its list also
+holds ``null``, whose ``inputSchema`` is null, ``listed``, whose is a list, and an
+entry without a name. With ``--broken-list``, its tool list is not a list at all.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+SCHEMA = {"type": "object", "properties": {"text": {"type": "string"}}}
+TOOLS = [
+    {"name": name, "inputSchema": SCHEMA}
+    for name in ("echo", "lone", "bytes", "shapeless", "wrong")
+] + [
+    {"name": "null", "description": "Takes nothing, says nothing.", "inputSchema": None},
+    {"name": "listed", "inputSchema": ["text"]},
+    {"description": "A tool without a name.", "inputSchema": SCHEMA},
+]
+
+
+def answer(request_id: object, result: object) -> bytes:
+    return json.dumps({"jsonrpc": "2.0", "id": request_id, "result": result}).encode()
+
+
+def text(request_id: object, said: str) -> bytes:
+    return answer(request_id, {"content": [{"type": "text", "text": said}]})
+
+
+def called(request_id: object, name: str, arguments: dict[str, object]) -> bytes:
+    if name == "lone":  # json.dumps writes the lone surrogate as its escape
+        return text(request_id, "bad \udc80 text")
+    if name == "bytes":
+        return text(request_id, "bad BYTE text").replace(b"BYTE", b"\xff")
+    if name == "shapeless":
+        return answer(request_id, ["not", "an", "object"])
+    if name == "wrong":
+        return answer(request_id, {"content": [{"type": "hologram"}]})
+    return text(request_id, f"echo: {arguments.get('text', '')}")
+
+
+def main() -> None:
+    broken_list = "--broken-list" in sys.argv
+    out = sys.stdout.buffer
+    for line in sys.stdin:
+        message = json.loads(line)
+        request_id, method = message.get("id"), message.get("method")
+        params = message.get("params") or {}
+        if request_id is None:
+            continue  # a notification
+        if method == "initialize":
+            reply = answer(
+                request_id,
+                {
+                    "protocolVersion": params["protocolVersion"],
+                    "capabilities": {"tools": {}},
+                    "serverInfo": {"name": "raw", "version": "1"},
+                },
+            )
+        elif method == "tools/list":
+            reply = answer(request_id, {"tools": "none" if broken_list else TOOLS})
+        elif method == "tools/call":
+            reply = called(request_id, params["name"], params.get("arguments") or {})
+        else:
+            reply = answer(request_id, {})
+        out.write(reply + b"\n")
+        out.flush()
+
+
+if __name__ == "__main__":
+    main()
