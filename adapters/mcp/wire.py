@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from types import TracebackType
-from typing import Any
+from typing import Any, Self
 
 import anyio
 import mcp_types as mcp
@@ -171,11 +171,31 @@ class ToolListRepair:
         return ""
 
 
-class _Answers:
+class _Wrapping:
+    """A stream around the transport's: closed when it is, and closing it."""
+
+    _inner: ReadStream[Any] | WriteStream[Any]
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+
+class _Answers(_Wrapping):
     """The transport's read stream, with each answer to ``tools/list`` mended."""
 
     def __init__(self, inner: ReadStream[SessionMessage | Exception], repair: ToolListRepair):
-        self._inner = inner
+        self._inner: ReadStream[SessionMessage | Exception] = inner
         self._repair = repair
 
     @property
@@ -189,9 +209,6 @@ class _Answers:
             self._repair.answered(item.message)
         return item
 
-    async def aclose(self) -> None:
-        await self._inner.aclose()
-
     def __aiter__(self) -> _Answers:
         return self
 
@@ -201,42 +218,17 @@ class _Answers:
         except anyio.EndOfStream:
             raise StopAsyncIteration from None
 
-    async def __aenter__(self) -> _Answers:
-        return self
 
-    async def __aexit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
-
-
-class _Requests:
+class _Requests(_Wrapping):
     """The transport's write stream, remembering which requests ask for ``tools/list``."""
 
     def __init__(self, inner: WriteStream[SessionMessage], repair: ToolListRepair):
-        self._inner = inner
+        self._inner: WriteStream[SessionMessage] = inner
         self._repair = repair
 
     async def send(self, item: SessionMessage, /) -> None:
         self._repair.asked(item.message)
         await self._inner.send(item)
-
-    async def aclose(self) -> None:
-        await self._inner.aclose()
-
-    async def __aenter__(self) -> _Requests:
-        return self
-
-    async def __aexit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
 
 
 def _shown(value: object) -> str:
