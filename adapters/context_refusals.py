@@ -36,16 +36,19 @@ _DETAIL_LIMIT = 500
 
 @dataclass(frozen=True, slots=True)
 class _Rule:
-    """A provider's message: which groups are the prompt, the output and the window."""
+    """A provider's message: which groups are the prompt, the output and the window.
+
+    The pattern stays text until a refusal is read (``re`` compiles it then, once):
+    most sessions never read one, and compiling them all would slow every start."""
 
     provider: str
-    pattern: re.Pattern[str]
+    pattern: str
     groups: tuple[str, ...]
     output_too: bool = False
 
 
 def _rule(provider: str, pattern: str, *groups: str, output_too: bool = False) -> _Rule:
-    return _Rule(provider, re.compile(pattern, re.IGNORECASE | re.DOTALL), groups, output_too)
+    return _Rule(provider, pattern, groups, output_too)
 
 
 RULES: tuple[_Rule, ...] = (
@@ -166,7 +169,7 @@ def context_refusal(body: Any) -> ContextExceeded | None:
             _detail(message), _figure(error.get("n_ctx")), _figure(error.get("n_prompt_tokens"))
         )
     for rule in RULES:
-        found = rule.pattern.search(message)
+        found = re.search(rule.pattern, message, re.IGNORECASE | re.DOTALL)
         if found is None:
             continue
         figures = {

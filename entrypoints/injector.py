@@ -1,9 +1,10 @@
 """dependency-injector, imported without the integrations it looks for.
 
 When it is imported, dependency-injector imports pydantic (for
-``Configuration.from_pydantic``) and starlette (for its FastAPI wiring) if they are
-installed. treadle uses neither; the MCP SDK installs both, and loading them would
-add some 30 ms to the start of every session. They are hidden while it loads, and
+``Configuration.from_pydantic``), PyYAML (for ``from_yaml``) and starlette (for its
+FastAPI wiring) if they are installed. treadle uses none of them; the MCP SDK installs
+pydantic and starlette, Ray installs PyYAML, and loading them would add some 35 ms to
+the start of every session. They are hidden while it loads, and
 stay importable afterwards (the SDK imports them when a server starts).
 
 Example::
@@ -21,7 +22,7 @@ from types import ModuleType
 class _Unseen:
     """A finder that says the probed-for packages are not installed."""
 
-    NAMES = frozenset({"pydantic", "pydantic_settings", "starlette"})
+    NAMES = frozenset({"pydantic", "pydantic_settings", "starlette", "yaml"})
 
     @classmethod
     def find_spec(

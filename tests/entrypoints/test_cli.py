@@ -35,6 +35,27 @@ def test_version_loads_no_http_stack_terminal_library_or_container(tmp_path):
     assert result.stdout.splitlines() == ["treadle 0.1.0", "[]"]
 
 
+def test_the_container_loads_without_the_integrations_dependency_injector_probes_for():
+    code = (
+        "import sys, importlib.util\n"
+        "import treadle.entrypoints.container\n"
+        "names = ('pydantic', 'starlette', 'yaml')\n"
+        "print(sorted(n for n in names if n in sys.modules))\n"
+        "for n in names:\n"
+        "    if importlib.util.find_spec(n) is not None:\n"
+        "        __import__(n)\n"
+        "        print(n)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], env=treadle_env(), capture_output=True, text=True, check=True
+    )
+    loaded, *importable_after = result.stdout.splitlines()
+    assert loaded == "[]"
+    # The test environment has all three (the MCP SDK and Ray bring them): each still
+    # imports afterwards, for whoever needs it.
+    assert importable_after == ["pydantic", "starlette", "yaml"]
+
+
 def test_help_names_the_options_of_the_spec(tmp_path, home):
     result = run_treadle("--help", cwd=tmp_path, env=home)
     for option in (
