@@ -8,7 +8,7 @@ adapters it uses (no MCP client without servers, no batch engine outside a batch
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
@@ -54,11 +54,14 @@ from treadle.ports.tools import Tool
 from treadle.ports.turn_start import TurnStart
 
 if TYPE_CHECKING:
+    from returns.result import Result
+
     from treadle.adapters.checkpoints import ShadowRepository
     from treadle.adapters.http_model.endpoint import HttpModel
     from treadle.adapters.mcp.servers import McpServers
     from treadle.adapters.sandbox import Sandbox
     from treadle.domain.rules.sandbox import SandboxMode
+    from treadle.domain.values.process import ProcessError, ProcessResult, ProcessSpec
 
 
 class ModelNotConfigured(Exception):
@@ -146,9 +149,28 @@ def build_server(model: Model) -> ModelServer | None:
 
 
 def build_runner(app: AppConfig, redactor: Redactor, sandbox: Sandbox) -> ProcessRunner:
-    from treadle.adapters.process import SubprocessRunner
+    def runner() -> ProcessRunner:
+        from treadle.adapters.process import SubprocessRunner
 
-    return SubprocessRunner(passthrough_env=app.env_passthrough, redactor=redactor, sandbox=sandbox)
+        return SubprocessRunner(
+            passthrough_env=app.env_passthrough, redactor=redactor, sandbox=sandbox
+        )
+
+    return RunnerOnFirstCommand(runner)
+
+
+class RunnerOnFirstCommand:
+    """The session's runner, made when the first command runs: a turn that runs none
+    (most answers, every first request) never loads the process adapters."""
+
+    def __init__(self, build: Callable[[], ProcessRunner]) -> None:
+        self._build = build
+        self._runner: ProcessRunner | None = None
+
+    async def run(self, spec: ProcessSpec) -> Result[ProcessResult, ProcessError]:
+        if self._runner is None:
+            self._runner = self._build()
+        return await self._runner.run(spec)
 
 
 def build_sandbox(app: AppConfig, state_dir: str) -> Sandbox:

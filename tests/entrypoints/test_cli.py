@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.processes import run_treadle, treadle_env
+from tests.processes import run_treadle, treadle_env, write_script
 
 
 @pytest.fixture
@@ -54,6 +54,29 @@ def test_the_container_loads_without_the_integrations_dependency_injector_probes
     # The test environment has all three (the MCP SDK and Ray bring them): each still
     # imports afterwards, for whoever needs it.
     assert importable_after == ["pydantic", "starlette", "yaml"]
+
+
+@pytest.mark.parametrize(
+    ("first", "loaded"),
+    [
+        ({"text": ["hello"]}, "False"),
+        ({"tool_calls": [{"name": "bash", "arguments": {"command": "true"}}]}, "True"),
+    ],
+)
+def test_the_process_adapters_load_with_the_first_command(tmp_path, home, first, loaded):
+    script = write_script(tmp_path, first, {"text": ["done"]})
+    code = (
+        "import sys\n"
+        "from treadle.entrypoints.cli import main\n"
+        f"try:\n    main(['--print', '--model', 'script:{script}', 'hi'])\n"
+        "except SystemExit as done:\n    assert done.code == 0, done.code\n"
+        "print('treadle.adapters.process' in sys.modules)"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, env=home, capture_output=True, text=True
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[-2:] == ["Turn finished", loaded]
 
 
 def test_help_names_the_options_of_the_spec(tmp_path, home):
