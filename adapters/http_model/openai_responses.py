@@ -39,10 +39,13 @@ class OpenAIResponsesModel(HttpModel):
     HOSTED_URL = OPENAI_BASE_URL
     KEY_ENV = "OPENAI_API_KEY"
 
+    def key_headers(self, key: str | None) -> dict[str, str]:
+        return {"authorization": f"Bearer {key}"} if key is not None else {}
+
     def protocol(
         self, request: ModelRequest, key: str | None
     ) -> tuple[str, dict[str, str], dict[str, Any], EventReader]:
-        headers = {"authorization": f"Bearer {key}"} if key is not None else {}
+        headers = self.key_headers(key)
         body = responses_request_body(
             request, model=self.model, hosted=self.hosted, options=self.options
         )
