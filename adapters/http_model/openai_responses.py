@@ -15,7 +15,6 @@ Example::
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any
 
@@ -24,6 +23,7 @@ from treadle.adapters.http_model.endpoint import HttpModel, ModelOptions
 from treadle.adapters.http_model.exchange import EventReader
 from treadle.adapters.http_model.openai_chat import CONTINUE_PROMPT, OPENAI_BASE_URL
 from treadle.adapters.http_model.openai_responses_reader import OpenAIResponsesReader
+from treadle.adapters.http_model.payload import decode
 from treadle.domain.rules.arguments import sendable_arguments
 from treadle.domain.values.conversation import Message, Reasoning
 from treadle.domain.values.model import ModelRequest, ToolSpec
@@ -133,7 +133,7 @@ def _reasoning_item(reasoning: Reasoning) -> dict[str, Any] | None:
     if reasoning.kind != "reasoning_item":
         return None
     try:
-        item = json.loads(reasoning.seal)
+        item = decode(reasoning.seal)
     except ValueError:
         return None
     return item if isinstance(item, dict) else None
