@@ -73,7 +73,7 @@ class _Block:
     name: str = ""
     initial_input: str = ""  # a tool's input given whole; a redacted block's data
     parts: list[str] = field(default_factory=list)
-    signature: str = ""
+    signature: list[str] = field(default_factory=list)  # pieces, joined at the stop
     open: bool = True
 
 
@@ -181,7 +181,7 @@ class AnthropicReader:
                 )
             )
         elif kind == "thinking":
-            block = _Block("thinking", signature=text(start.get("signature")))
+            block = _Block("thinking", signature=[text(start.get("signature"))])
             self._blocks.append(block)
             return self._thought(block, text(start.get("thinking")))
         elif kind == "redacted_thinking":
@@ -205,7 +205,7 @@ class AnthropicReader:
             return self._thought(block, text(delta.get("thinking")))
         elif kind == "signature_delta" and block.kind == "thinking":
             signature = text(delta.get("signature"))
-            block.signature += signature
+            block.signature.append(signature)
             self.buffered += len(signature)
         elif kind in ("text_delta", "input_json_delta", "thinking_delta", "signature_delta"):
             raise _Malformed(f"{kind} for block {payload['index']}, a {block.kind} block")
@@ -216,7 +216,7 @@ class AnthropicReader:
         block = self._open_block(payload)
         block.open = False
         if block.kind == "thinking":
-            thought = Reasoning("thinking", "".join(block.parts), block.signature)
+            thought = Reasoning("thinking", "".join(block.parts), "".join(block.signature))
             return [Success(ReasoningReady(thought))]
         if block.kind == "redacted_thinking":
             sealed = Reasoning("redacted_thinking", seal=block.initial_input)

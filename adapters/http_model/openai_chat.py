@@ -17,12 +17,12 @@ Example::
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from treadle.adapters.http_model.endpoint import HttpModel, ModelOptions
 from treadle.adapters.http_model.exchange import EventReader
 from treadle.adapters.http_model.openai_chat_reader import OpenAIChatReader
+from treadle.adapters.http_model.payload import decode
 from treadle.domain.rules.arguments import sendable_arguments
 from treadle.domain.values.conversation import Message
 from treadle.domain.values.model import ModelRequest, ToolSpec
@@ -132,7 +132,7 @@ def _message(message: Message, echo: bool) -> dict[str, Any]:
 def _details(seal: str) -> list[Any]:
     """OpenRouter's reasoning details as they came (nothing, should the seal be broken)."""
     try:
-        details = json.loads(seal)
+        details = decode(seal)
     except ValueError:
         return []
     return details if isinstance(details, list) else []

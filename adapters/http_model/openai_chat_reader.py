@@ -82,6 +82,7 @@ class OpenAIChatReader:
         self._chunks = 0
         self._reasoning: list[str] = []
         self._details: dict[int, JsonObject] = {}
+        self._detail_texts: dict[int, dict[str, list[str]]] = {}  # pieces, joined at the end
 
     def read(self, event: SseEvent) -> list[StreamItem]:
         if event.data == "[DONE]":
@@ -148,9 +149,12 @@ class OpenAIChatReader:
         index = detail.get("index", len(self._details))
         index = index if isinstance(index, int) else len(self._details)
         whole = self._details.setdefault(index, {})
+        texts = self._detail_texts.setdefault(index, {})
         for name, value in detail.items():
             if name in DETAIL_TEXTS and isinstance(value, str):
-                whole[name] = text(whole.get(name)) + value
+                whole.setdefault(name, None)  # its place among the fields
+                texts.setdefault(name, []).append(value)
+                self.buffered += len(value)
             elif whole.get(name) is None:
                 whole[name] = value
 
@@ -160,7 +164,10 @@ class OpenAIChatReader:
             thought = Reasoning("reasoning_content", "".join(self._reasoning))
             items.append(Success(ReasoningReady(thought)))
         if self._details:
-            details = [self._details[index] for index in sorted(self._details)]
+            details = [
+                self._details[index] | {n: "".join(p) for n, p in self._detail_texts[index].items()}
+                for index in sorted(self._details)
+            ]
             sealed = Reasoning("reasoning_details", seal=json.dumps(details, ensure_ascii=False))
             items.append(Success(ReasoningReady(sealed)))
         return items

@@ -15,7 +15,6 @@ Example::
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any
 
@@ -24,6 +23,7 @@ from treadle.adapters.http_model.endpoint import HttpModel, ModelOptions
 from treadle.adapters.http_model.exchange import EventReader
 from treadle.adapters.http_model.openai_chat import CONTINUE_PROMPT, OPENAI_BASE_URL
 from treadle.adapters.http_model.openai_responses_reader import OpenAIResponsesReader
+from treadle.adapters.http_model.payload import decode
 from treadle.domain.rules.arguments import sendable_arguments
 from treadle.domain.values.conversation import Message, Reasoning
 from treadle.domain.values.model import ModelRequest, ToolSpec
@@ -39,10 +39,13 @@ class OpenAIResponsesModel(HttpModel):
     HOSTED_URL = OPENAI_BASE_URL
     KEY_ENV = "OPENAI_API_KEY"
 
+    def key_headers(self, key: str | None) -> dict[str, str]:
+        return {"authorization": f"Bearer {key}"} if key is not None else {}
+
     def protocol(
         self, request: ModelRequest, key: str | None
     ) -> tuple[str, dict[str, str], dict[str, Any], EventReader]:
-        headers = {"authorization": f"Bearer {key}"} if key is not None else {}
+        headers = self.key_headers(key)
         body = responses_request_body(
             request, model=self.model, hosted=self.hosted, options=self.options
         )
@@ -130,7 +133,7 @@ def _reasoning_item(reasoning: Reasoning) -> dict[str, Any] | None:
     if reasoning.kind != "reasoning_item":
         return None
     try:
-        item = json.loads(reasoning.seal)
+        item = decode(reasoning.seal)
     except ValueError:
         return None
     return item if isinstance(item, dict) else None

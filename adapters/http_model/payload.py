@@ -36,25 +36,60 @@ STATUS_OF_ERROR_KIND: dict[str, int] = {
 # (typeshed types its argument as another scanner; it reads a decoder's settings.)
 _scan = json.scanner.make_scanner(json.JSONDecoder())  # type: ignore[arg-type]
 
+MAX_EVENT_DEPTH = 256
+"""How deeply an event's JSON may nest. What a reader keeps of it is encoded again (a
+reasoning item's seal, a request that sends it back) at a deeper point of Python's
+stack than where it was read, so JSON that only just decodes would fail there."""
+
 
 def load_object(event: SseEvent) -> JsonObject | MalformedStream:
     """The event's data as a JSON object, or why it is not one."""
-    data = event.data
+    try:
+        value = decode(event.data)
+    except ValueError as problem:
+        return MalformedStream(f"bad JSON in {_label(event)}: {problem}")
+    if not isinstance(value, dict):
+        return MalformedStream(f"{_label(event)} holds JSON that is not an object")
+    return value
+
+
+def _label(event: SseEvent) -> str:
+    return f"the {event.name} event" if event.name else "an event"
+
+
+def decode(data: str) -> Any:
+    """JSON from a server (or kept from one), or a ``ValueError`` saying why it is none:
+    not JSON, a number longer than Python reads, or nested deeper than
+    ``MAX_EVENT_DEPTH`` (never a ``RecursionError``)."""
     try:
         value, end = _scan(data, 0)
     except (StopIteration, ValueError):
         end = -1
+    except RecursionError:
+        raise ValueError("nested too deeply") from None
     if end != len(data):
         # Whitespace around it, or no JSON at all: the full decoder says which.
-        label = f"the {event.name} event" if event.name else "an event"
         try:
             value = json.loads(data)
-        except json.JSONDecodeError as exc:
-            return MalformedStream(f"bad JSON in {label}: {exc}")
-    if not isinstance(value, dict):
-        label = f"the {event.name} event" if event.name else "an event"
-        return MalformedStream(f"{label} holds JSON that is not an object")
+        except RecursionError:
+            raise ValueError("nested too deeply") from None
+    # Nesting that deep needs as many brackets; counting them is cheap, a walk is not.
+    if data.count("{") + data.count("[") > MAX_EVENT_DEPTH and _too_deep(value):
+        raise ValueError("nested too deeply")
     return value
+
+
+def _too_deep(value: Any) -> bool:
+    """Whether ``value`` nests deeper than ``MAX_EVENT_DEPTH``: a walk with its own stack."""
+    pending: list[tuple[Any, int]] = [(value, 0)]
+    while pending:
+        item, depth = pending.pop()
+        if isinstance(item, dict | list):
+            if depth >= MAX_EVENT_DEPTH:
+                return True
+            children = item.values() if isinstance(item, dict) else item
+            pending.extend((child, depth + 1) for child in children)
+    return False
 
 
 def obj(value: Any) -> JsonObject:
