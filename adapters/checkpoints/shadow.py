@@ -250,7 +250,10 @@ class ShadowRepository:
         return sorted(set(found))
 
     def _commit(self, tree: str, manifest: Manifest) -> str:
-        return self.git("commit-tree", tree, "-m", manifest.to_json()).decode().strip()
+        # The manifest is the message, on stdin: one argument may not pass 128 KiB, and a
+        # tree of many empty folders or files of odd modes has a manifest larger than that.
+        message = manifest.to_json().encode()
+        return self.git("commit-tree", tree, "-F", "-", stdin=message).decode().strip()
 
     # Reading --------------------------------------------------------------------
 

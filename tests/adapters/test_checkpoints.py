@@ -355,3 +355,19 @@ async def test_the_turn_start_records_a_checkpoint_and_says_each_thing_once(
     assert [notice.kind for notice in first] == ["sandbox_unavailable", "checkpoint_partial"]
     assert await turn_start.before_turn("again") == []
     assert [c.manifest.task for c in shadow.checkpoints()] == ["fix the tests and more", "again"]
+
+
+def test_a_tree_whose_manifest_outgrows_one_argument_is_recorded_and_undone(workspace, shadow):
+    # 3,000 files of mode 0600 and 1,000 empty folders: the manifest lists them all,
+    # well over the 128 KiB one argument of a command may hold.
+    for n in range(3_000):
+        write(workspace / f"private-file-with-a-rather-long-name-{n:05d}.txt", "x\n", 0o600)
+    for n in range(1_000):
+        (workspace / "empty" / f"folder-with-a-rather-long-name-{n:05d}").mkdir(parents=True)
+    before = tree_state(workspace)
+    checkpoint = recorded(shadow)
+    assert len(checkpoint.manifest.to_json()) > 128 * 1024
+    (workspace / "private-file-with-a-rather-long-name-00007.txt").unlink()
+    (workspace / "empty" / "folder-with-a-rather-long-name-00009").rmdir()
+    undone(shadow)
+    assert tree_state(workspace) == before
