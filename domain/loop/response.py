@@ -31,6 +31,7 @@ from treadle.domain.values.conversation import Message, Reasoning, ToolCall, Usa
 from treadle.domain.values.events import (
     AnswerDelta,
     ContinuationRequested,
+    Notice,
     ReasoningDelta,
     RequestFailed,
     RequestSent,
@@ -207,6 +208,8 @@ class Responder:
                 continue
             assert current.end is not None
             self._received(current)
+            if unusual := current.end.unusual():
+                self.emit(Notice("answer_ended", unusual, self.agent))
             if current.end.stop_reason not in CUT_STOPS:
                 reasoning = (*reply.reasoning, *current.reasoning)
                 return Answer(reply.shown + current.text, tuple(current.calls), reasoning)

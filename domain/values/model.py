@@ -97,6 +97,17 @@ class StreamEnd:
     stop_reason: StopReason
     detail: str = ""
 
+    def unusual(self) -> str:
+        """What the person should be told of an answer that ended this way, in one line;
+        "" for the ends that say it themselves (an answer, tool calls, a cut that is
+        continued or named). ``detail`` names a stop reason treadle does not know."""
+        if self.stop_reason == "refusal":
+            return "the model refused: its answer stops where it is shown"
+        if self.stop_reason == "other":
+            reason = self.detail or "none given"
+            return f"the answer ended for a reason treadle does not know ({reason}); taken as done"
+        return ""
+
 
 StreamEvent = TextDelta | ReasoningText | ReasoningReady | ToolCallReady | UsageReported | StreamEnd
 

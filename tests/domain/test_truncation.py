@@ -14,6 +14,7 @@ from treadle.domain.rules.truncation import (
 )
 from treadle.domain.values.conversation import ToolCall
 from treadle.domain.values.events import ContinuationRequested
+from treadle.domain.values.model import StreamEnd
 from treadle.domain.values.outcome import OutcomeKind, Truncated
 
 
@@ -89,3 +90,19 @@ async def test_a_tool_call_in_a_truncated_response_is_never_run(rig):
     assert outcome.kind is OutcomeKind.FINISHED
     assert [s.command for s in r.runner.specs] == ["ls"]
     assert r.model.requests[1].max_tokens > r.model.requests[0].max_tokens
+
+
+@pytest.mark.parametrize(
+    ("end", "said"),
+    [
+        (StreamEnd("end_turn"), ""),
+        (StreamEnd("tool_use"), ""),
+        (StreamEnd("max_tokens"), ""),  # continued, or named by the turn's end
+        (StreamEnd("context_full"), ""),
+        (StreamEnd("refusal"), "the model refused: its answer stops where it is shown"),
+        (StreamEnd("other", "pause_turn"), "a reason treadle does not know (pause_turn)"),
+        (StreamEnd("other"), "(none given)"),
+    ],
+)
+def test_only_an_answer_that_stopped_unusually_has_something_to_say(end, said):
+    assert (said in end.unusual()) if said else end.unusual() == ""
