@@ -153,6 +153,9 @@ PHRASES = (
     "exceed context limit",
     "context window exceeded",
     "prompt is too long",  # Anthropic, wording without figures
+    "context size has been exceeded",  # llama.cpp and LM Studio, the window filled mid-answer
+    "context length exceeded",  # gateways and small servers, in so many words
+    "maximum context length",  # vLLM and OpenAI, wordings without a figure
 )
 
 

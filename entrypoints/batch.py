@@ -26,9 +26,10 @@ from returns.result import Failure, Success
 from treadle.domain.rules.batch_plan import (
     BatchPlan,
     TurnDefaults,
+    by_line,
     latest_results,
-    parse_tasks,
     plan_batch,
+    read_task_lines,
     shared_workspaces,
 )
 from treadle.domain.rules.interrupts import CtrlC
@@ -103,8 +104,7 @@ def prepare(args: argparse.Namespace) -> tuple[BatchOptions, BatchPlan]:
     flags = {"model": args.model, "base_url": args.base_url, "approval": args.approval}
     flags.update(workspace=args.workspace, sandbox=args.sandbox)
     app = load_config(flags=flags, environ=os.environ)
-    tasks = read_tasks(Path(args.tasks))
-    check_lines(tasks, Path(args.tasks), on_this_machine=not args.address)
+    tasks = read_tasks(Path(args.tasks), on_this_machine=not args.address)
     # A Ray worker does not run in our folder: every turn gets an absolute one.
     tasks = tuple(
         replace(task, workspace=os.path.abspath(task.workspace)) if task.workspace else task
@@ -158,24 +158,24 @@ def turn_settings(environ: Mapping[str, str], state: Path) -> tuple[tuple[str, s
     return tuple(sorted(settings.items()))
 
 
-def read_tasks(path: Path) -> tuple[BatchTask, ...]:
+def read_tasks(path: Path, *, on_this_machine: bool) -> tuple[BatchTask, ...]:
+    """The tasks of TASKS, or a ConfigError naming every bad line: those that are not
+    well-formed, and those of the others that name what does not exist."""
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as error:
         reason = error.strerror if isinstance(error, OSError) and error.strerror else error
         raise ConfigError(f"{path}: cannot be read: {reason}") from None
-    match parse_tasks(text.splitlines()):
-        case Success(found):
-            tasks: tuple[BatchTask, ...] = found
-            if not tasks:
-                raise ConfigError(f"{path}: no tasks in it")
-            return tasks
-        case Failure(problems):
-            raise ConfigError(_problems(path, problems))
-    raise AssertionError("unreachable")  # pragma: no cover
+    tasks, problems = read_task_lines(text.splitlines())
+    problems = by_line([*problems, *check_lines(tasks, on_this_machine=on_this_machine)])
+    if problems:
+        raise ConfigError(_problems(path, problems))
+    if not tasks:
+        raise ConfigError(f"{path}: no tasks in it")
+    return tasks
 
 
-def check_lines(tasks: Sequence[BatchTask], path: Path, *, on_this_machine: bool) -> None:
+def check_lines(tasks: Sequence[BatchTask], *, on_this_machine: bool) -> list[str]:
     """What only I/O can check: the folders and sessions the lines name (on a cluster
     they may exist on its nodes only), and the models they ask for."""
     from treadle.adapters.sessions import SessionNotFound, SessionStore
@@ -207,8 +207,7 @@ def check_lines(tasks: Sequence[BatchTask], path: Path, *, on_this_machine: bool
                     f"{where}: resume: session {session} is continued on line {first} too"
                 )
             resumed[session] = task.line
-    if problems:
-        raise ConfigError(_problems(path, tuple(problems)))
+    return problems
 
 
 def _problems(path: Path, problems: Sequence[str]) -> str:

@@ -31,6 +31,8 @@ from treadle.entrypoints.config import AppConfig, ConfigError, check_value
 
 REPLAY_STOP = "the recording ends here"
 _TIMING = re.compile(r"\b\d+(?:\.\d+)? s\b")
+# Where a re-run command's full output was saved: a new name in the replay's own folder.
+_SAVED_OUTPUT = re.compile(r"\S*\boutput-\d{8}-\d{6}-[0-9a-f]{8}\.log")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -271,7 +273,8 @@ async def replay(args: argparse.Namespace, out: TextIO) -> int:
     def normalize(message: Message) -> Message:
         message = redactor.redact_value(message)
         if message.role == "tool" and not args.recorded_tools:  # real commands take their time
-            message = replace(message, text=_TIMING.sub("N s", message.text))
+            text = _SAVED_OUTPUT.sub("OUTPUT.log", _TIMING.sub("N s", message.text))
+            message = replace(message, text=text)
         return message
 
     turn_stop = _TurnStop()

@@ -47,7 +47,7 @@ class OpenAIChatModel(HttpModel):
         body = chat_request_body(
             request, model=self.model, hosted=self.hosted, options=self.options
         )
-        return "/chat/completions", headers, body, OpenAIChatReader()
+        return "/chat/completions", headers, body, OpenAIChatReader(request.max_tokens)
 
 
 def chat_request_body(

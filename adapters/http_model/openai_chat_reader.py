@@ -69,9 +69,15 @@ class _CallParts:
 
 
 class OpenAIChatReader:
-    """One answer's events, assembled from the fragments of choice 0."""
+    """One answer's events, assembled from the fragments of choice 0.
 
-    def __init__(self) -> None:
+    ``max_tokens`` is the budget the request asked for: an answer cut for length
+    (``finish_reason: length``) well short of it, as the server counted, was cut by the
+    context window, not the budget (llama.cpp, Ollama; vLLM clamps the budget to what
+    fits), and ends as ``context_full``, as Anthropic says it in so many words."""
+
+    def __init__(self, max_tokens: int = 0) -> None:
+        self.max_tokens = max_tokens
         self.ended = False
         self.buffered = 0
         self._calls: dict[int, _CallParts] = {}
@@ -208,7 +214,9 @@ class OpenAIChatReader:
         if self._finish is None:
             return self._end([Failure(MalformedStream("data: [DONE] before any finish_reason"))])
         reason = FINISH_REASONS.get(self._finish, "other")
-        if reason == "end_turn" and self._refused:
+        if reason == "max_tokens" and self._stopped_short():
+            reason = "context_full"
+        elif reason == "end_turn" and self._refused:
             reason = "refusal"
         elif reason == "end_turn" and self._called:
             reason = "tool_use"  # local servers that say "stop" after calling a tool
@@ -218,6 +226,14 @@ class OpenAIChatReader:
         detail = self._finish if reason == "other" else ""
         items.append(Success(StreamEnd(reason, detail)))
         return self._end(items)
+
+    def _stopped_short(self) -> bool:
+        """Cut short of its budget by more than a count's slack (2 %, 16 at least: a
+        server may count the last token or not)."""
+        usage, budget = self._usage, self.max_tokens
+        if usage is None or budget <= 0 or usage.input_tokens <= 0:
+            return False
+        return 0 < usage.output_tokens < budget - max(16, budget // 50)
 
     def _end(self, items: list[StreamItem]) -> list[StreamItem]:
         self.ended = True

@@ -41,6 +41,7 @@ from treadle.domain.rules.tokens import (
     MESSAGE_OVERHEAD,
     estimate_tokens,
     fixed_tokens,
+    message_tokens,
     messages_tokens,
 )
 from treadle.domain.rules.truncation import TokenBudget
@@ -226,7 +227,11 @@ class ContextKeeper:
                         return ended
                     stage = "compacted"
                 case PruneAll():
-                    self._prune(history, window, system, tools, all_but_newest=True)
+                    others = prompt - _newest_result_tokens(history.messages)
+                    newest = rules.newest_result_bytes(window.tokens, others=others, wanted=wanted)
+                    self._prune(
+                        history, window, system, tools, all_but_newest=True, newest_bytes=newest
+                    )
                     stage = "pruned all"
                 case NoRoom():
                     self._server_count = None
@@ -242,8 +247,10 @@ class ContextKeeper:
         tools: Sequence[ToolSpec],
         *,
         all_but_newest: bool,
+        newest_bytes: int = 0,
     ) -> None:
-        """Stub old results. The figures recorded are the conversation's, without any
+        """Stub old results (the last resort: all but the newest, cut to
+        ``newest_bytes``). The figures recorded are the conversation's, without any
         continuation: what the estimate of the next request starts from."""
         before = self.estimate(history, system, tools)
         keep = int(window.tokens * self.settings.recent_share)
@@ -252,7 +259,7 @@ class ContextKeeper:
             history.messages,
             keep_tokens=keep,
             all_but_newest=all_but_newest,
-            newest_bytes=rules.result_bytes(window.tokens, rules.RESULT_CAP),
+            newest_bytes=newest_bytes,
             start=hint,
         )
         if not all_but_newest:
@@ -395,3 +402,9 @@ class ContextKeeper:
             WindowFilled(tokens or usage.total, usage.input_tokens, usage.output_tokens, self.agent)
         )
         return True
+
+
+def _newest_result_tokens(messages: Sequence[Message]) -> int:
+    """What the newest tool result of ``messages`` takes (0 when there is none)."""
+    newest = next((m for m in reversed(messages) if m.role == "tool"), None)
+    return message_tokens(newest) if newest is not None else 0

@@ -30,6 +30,14 @@ CONTINUED = ("paused", "lost")
 def parse_tasks(lines: Iterable[str]) -> Result[tuple[BatchTask, ...], tuple[str, ...]]:
     """The tasks of TASKS (JSON Lines; blank lines are skipped), or every problem found,
     each as ``line N: what is wrong``."""
+    tasks, problems = read_task_lines(lines)
+    return Failure(problems) if problems else Success(tasks)
+
+
+def read_task_lines(lines: Iterable[str]) -> tuple[tuple[BatchTask, ...], tuple[str, ...]]:
+    """The tasks of the lines that are well-formed, and every problem of the others
+    (``line N: what is wrong``): what only I/O can check is then checked of the good
+    lines too, so that one report names every bad line."""
     tasks: list[BatchTask] = []
     problems: list[str] = []
     first_line_of: dict[str, int] = {}
@@ -47,9 +55,17 @@ def parse_tasks(lines: Iterable[str]) -> Result[tuple[BatchTask, ...], tuple[str
             tasks.append(found)
         else:
             problems.extend(f"line {number}: {problem}" for problem in found)
-    if problems:
-        return Failure(tuple(problems))
-    return Success(tuple(tasks))
+    return tuple(tasks), tuple(problems)
+
+
+def by_line(problems: Iterable[str]) -> tuple[str, ...]:
+    """Problems (``line N: …``) in the order of their lines, each line's in its order."""
+
+    def line_of(problem: str) -> int:
+        number = problem.removeprefix("line ").partition(":")[0]
+        return int(number) if number.isdigit() else 0
+
+    return tuple(sorted(problems, key=line_of))
 
 
 def _one_task(number: int, text: str) -> tuple[str | None, BatchTask | list[str]]:

@@ -22,6 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Literal
 
+from treadle.domain.rules.tokens import BYTES_PER_TOKEN
 from treadle.domain.values.conversation import Usage
 from treadle.domain.values.events import (
     CompactionStarted,
@@ -49,6 +50,10 @@ RESULT_BYTES_PER_TOKEN = 4
 MIN_RESULT_BYTES = 2_000
 RESULT_CAP = 1 << 30
 """No output limit of its own: the window's share alone bounds the result."""
+LEAST_NEWEST_BYTES = 400
+"""The least of the newest result kept when even it must be cut to fit (a tiny window)."""
+NEWEST_CUT_NOTE_BYTES = 200
+"""What the note of a cut result adds to the bytes it keeps."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,6 +131,16 @@ def result_bytes(window: int | None, output_limit: int) -> int:
         return output_limit
     share = int(window * RESULT_SHARE * RESULT_BYTES_PER_TOKEN)
     return min(output_limit, max(MIN_RESULT_BYTES, share))
+
+
+def newest_result_bytes(window: int, *, others: int, wanted: int) -> int:
+    """What the newest tool result may keep when nothing else is left to make room
+    with: its share of the window, or less, what the window has left beside the rest
+    of the request (``others`` tokens) and the least answer worth asking for; a few
+    hundred bytes, its head and tail, at the least."""
+    room = window - margin(window) - output_floor(window, wanted) - others
+    fits = int(room * BYTES_PER_TOKEN) - NEWEST_CUT_NOTE_BYTES
+    return max(LEAST_NEWEST_BYTES, min(result_bytes(window, RESULT_CAP), fits))
 
 
 # Making room -------------------------------------------------------------------------

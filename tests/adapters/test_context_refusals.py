@@ -173,6 +173,23 @@ def test_a_flat_responses_error_and_a_plain_text_body_are_recognised() -> None:
 @pytest.mark.parametrize(
     "body",
     [
+        b"context length exceeded",
+        b'{"error": {"message": "Context length exceeded", "type": "invalid_request_error"}}',
+        b'{"error": {"code": 500, "message": "Context size has been exceeded.", "type": '
+        b'"server_error"}}',
+        b'{"object": "error", "message": "The prompt exceeds the maximum context length."}',
+    ],
+)
+def test_refusals_in_so_many_words_are_recognised(body: bytes) -> None:
+    # Words without figures: the window is then learned as an upper bound.
+    refusal = context_refusal(body)
+    assert isinstance(refusal, ContextExceeded)
+    assert (refusal.window, refusal.prompt_tokens) == (None, None)
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
         recorded("llamacpp_bad_args.json"),
         recorded("litellm_bad_args.json"),
         recorded("llamacpp_loading_503.json"),

@@ -11,9 +11,11 @@ from returns.result import Failure, Success
 from treadle.domain.rules import batch, batch_plan, turn_report
 from treadle.domain.rules.batch_plan import (
     TurnDefaults,
+    by_line,
     latest_results,
     parse_tasks,
     plan_batch,
+    read_task_lines,
     shared_workspaces,
 )
 from treadle.domain.values.batch import BatchTask, TurnOrder
@@ -33,6 +35,19 @@ def problems(*lines: str) -> tuple[str, ...]:
 @pytest.mark.parametrize("module", [batch, batch_plan, turn_report])
 def test_the_examples_in_the_batch_rules_hold(module):
     assert doctest.testmod(module).failed == 0
+
+
+def test_the_good_lines_are_kept_beside_the_problems_of_the_bad_ones():
+    tasks, found = read_task_lines(["{bad", line(id="a", task="x", workspace="/w")])
+    assert tasks == (BatchTask("a", "x", line=2, workspace="/w"),)
+    assert found == (
+        "line 1: not JSON (Expecting property name enclosed in double quotes, column 2)",
+    )
+
+
+def test_problems_are_put_in_the_order_of_their_lines():
+    found = ["line 10: b", "line 2: a", "line 10: c", "line 1: z"]
+    assert by_line(found) == ("line 1: z", "line 2: a", "line 10: b", "line 10: c")
 
 
 def test_every_field_of_a_task_line_is_read():

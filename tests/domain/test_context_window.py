@@ -25,6 +25,7 @@ from treadle.domain.rules.context_window import (
     initial_budget,
     learned_window,
     merge_window,
+    newest_result_bytes,
     output_floor,
     refused_prompt,
     result_bytes,
@@ -191,6 +192,14 @@ def test_a_context_full_stop_teaches_the_window_when_none_is_known() -> None:
     learned = filled_window_learned(Usage(190_000, 10_000), None)
     assert learned == ContextWindow(200_000, FILLED_ORIGIN)
     assert filled_window_learned(Usage(190_000, 10_000), ContextWindow(1, "x")) is None
+
+
+def test_the_newest_result_keeps_what_the_window_has_left_beside_the_rest() -> None:
+    # A 2,800-token window, 1,900 taken by the rest: 2,800 - 56 - 256 - 1,900 = 588
+    # tokens left, about 1.8 kB of the result (its note aside), below its 2 kB share.
+    assert newest_result_bytes(2_800, others=1_900, wanted=700) == int(588 * 3.5) - 200
+    assert newest_result_bytes(64_000, others=1_900, wanted=8192) == 64_000 * 15 * 4 // 100
+    assert newest_result_bytes(2_800, others=2_700, wanted=700) == 400  # head and tail
 
 
 def test_a_refusal_that_names_the_window_teaches_it() -> None:

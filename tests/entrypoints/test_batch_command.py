@@ -85,6 +85,26 @@ def test_what_a_line_names_is_checked_before_anything_runs(tmp_path, state, rows
     assert str(problem.value).endswith("nothing was run")
 
 
+def test_every_bad_line_is_in_one_report_whatever_is_wrong_with_it(tmp_path):
+    # A line that is not JSON does not hide the missing folder and the unknown model of
+    # the lines after it: one report, in the order of the lines, names them all.
+    (tmp_path / "t.jsonl").write_text(
+        "not json\n"
+        + json.dumps({"id": "a", "task": "x", "workspace": str(tmp_path / "gone")})
+        + "\n"
+        + json.dumps({"id": "b", "task": "x", "extra": 1})
+        + "\n"
+        + json.dumps({"id": "c", "task": "x", "model": "nope:x:y"})
+        + "\n"
+    )
+    with pytest.raises(ConfigError) as problem:
+        plan_for(str(tmp_path / "t.jsonl"))
+    lines = str(problem.value).splitlines()
+    assert [line.split(":")[1] for line in lines[:-1]] == ["1", "2", "3", "4"], lines
+    assert "no such folder" in lines[1] and "unknown model" in lines[3]
+    assert lines[-1] == "nothing was run"
+
+
 def test_a_missing_or_empty_tasks_file_is_one_clear_line(tmp_path, capsys):
     assert main(["batch", str(tmp_path / "none.jsonl")]) == 2
     assert "none.jsonl: cannot be read: No such file or directory" in capsys.readouterr().err

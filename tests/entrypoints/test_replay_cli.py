@@ -89,3 +89,34 @@ def test_recorded_tools_replay_it_anywhere(
         "replay", transcript, "--check", "--recorded-tools", cwd=elsewhere, env=env, timeout=120
     )
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_a_cut_output_saved_to_a_file_replays_with_real_tools_and_no_divergence(
+    tmp_path: Path,
+) -> None:
+    # The re-run command's full output is saved under a new name in the replay's own
+    # folder: the path in the result is not the recorded one, and is no divergence.
+    work = tmp_path / "work"
+    work.mkdir()
+    big = {"command": "python3 -c \"print('x ' * 40000)\""}
+    script = {
+        "responses": [
+            {"tool_calls": [{"id": "c1", "name": "bash", "arguments": big}]},
+            {"text": "It printed a lot.", "usage": {"input_tokens": 50, "output_tokens": 6}},
+        ]
+    }
+    (work / "script.json").write_text(json.dumps(script))
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(tmp_path),
+        "PYTHONPATH": str(ROOT),
+        "TREADLE_STATE_DIR": str(tmp_path / "state"),
+        "TREADLE_CONFIG_DIR": str(tmp_path / "config"),
+    }
+    first = run_treadle("--model", "script:script.json", "--print", "print", cwd=work, env=env)
+    assert first.returncode == 0, first.stdout + first.stderr
+    (session,) = (tmp_path / "state" / "sessions").iterdir()
+    assert "The full output is in" in (session / "transcript.jsonl").read_text()
+    result = run_treadle("replay", session.name, "--check", cwd=work, env=env, timeout=120)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout.startswith("replay: 2 requests, no divergence")

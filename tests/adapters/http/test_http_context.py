@@ -258,6 +258,23 @@ async def test_a_length_cut_at_the_window_ends_clearly_with_no_impossible_contin
     )
 
 
+async def test_a_cut_short_of_its_budget_on_a_server_that_names_no_window_is_the_windows(
+    server: ScriptedServer,
+) -> None:
+    # The same llama-server, its /props not reachable: the answer stopped at 334 tokens
+    # of a budget of 8192, so it was the window (1714 + 334) that cut it, not the budget;
+    # a continuation asking twice the budget with the whole answer could never fit.
+    server.add(Reply.sse(stream_file("llamacpp/fill_ctx_stream.sse")))
+    agent, _, terminal = agent_on(openai(server))
+    outcome = await agent.run_turn("list fruit")
+    assert outcome.reason is FailureKind.CONTEXT
+    assert "2,048 tokens" in outcome.detail and "context_window" in outcome.detail
+    assert len(server.requests) == 1  # nothing more was sent
+    assert isinstance(terminal, RecordingTerminal)
+    names = [type(e).__name__ for e in terminal.events]
+    assert "ContinuationRequested" not in names and "WindowFilled" in names
+
+
 # Proxies and local quirks (issue 16) ----------------------------------------------------
 
 

@@ -43,6 +43,7 @@ class Expected:
     thoughts: str = ""  # the reasoning text shown
     reasoning: tuple[str, ...] = ()  # the kinds of reasoning kept, in order
     text_starts: str = ""  # for a long recorded answer: how it begins, instead of ``text``
+    max_tokens: int = 1024  # the budget the recorded request asked for
 
 
 ANTHROPIC = {
@@ -143,7 +144,7 @@ OPENAI = {
         SF_TEXT, usage=Usage(14, 47), end=StreamEnd("end_turn")
     ),
     "openai-chat/finish_length.sse": Expected(
-        '{"', usage=Usage(17, 1), end=StreamEnd("max_tokens")
+        '{"', usage=Usage(17, 1), end=StreamEnd("max_tokens"), max_tokens=1
     ),
     "openai-chat/tool_call_single.sse": Expected(
         "",
@@ -197,7 +198,9 @@ OPENAI = {
     "llamacpp/fill_ctx_stream.sse": Expected(
         "user\n" + ("apple banana cherry " * 111)[:2212],
         usage=Usage(1714, 334, cache_read_tokens=1713),
-        end=StreamEnd("max_tokens"),
+        # 334 tokens of a budget of 8192: the window cut it, not the budget.
+        end=StreamEnd("context_full"),
+        max_tokens=8192,
     ),
     # LiteLLM's error mid-stream: "code" is the string "500" and "type" is null. The
     # code is the status, so the retry rules treat it as the 500 it is.
@@ -329,7 +332,7 @@ async def _check(
     expected: Expected,
 ) -> None:
     server.add(Reply.sse(stream_file(name)))
-    heard = await listen(model.stream(a_request()))
+    heard = await listen(model.stream(a_request(max_tokens=expected.max_tokens)))
     if expected.text_starts:
         assert heard.text.startswith(expected.text_starts)
     else:
