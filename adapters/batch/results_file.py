@@ -16,6 +16,10 @@ from typing import IO, Any
 
 from treadle.domain.values.batch import TaskResult
 
+TOKEN_KINDS = ("input", "output", "cache_read", "cache_write", "reasoning")
+"""The kinds every line counts, 0 where the turn reported none (it was lost, or never
+started): a reader may take ``tokens["input"]`` of any line."""
+
 
 def result_record(result: TaskResult) -> dict[str, Any]:
     """The JSON object of one line, its fields in the README's order."""
@@ -27,7 +31,7 @@ def result_record(result: TaskResult) -> dict[str, Any]:
         "transcript": result.transcript,
         "session": result.session,
         "requests": result.requests,
-        "tokens": dict(result.tokens),
+        "tokens": {**dict.fromkeys(TOKEN_KINDS, 0), **result.tokens},
         "seconds": result.seconds,
         "worker": result.worker,
     }

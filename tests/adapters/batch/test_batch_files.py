@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import io
 import json
+from contextlib import closing
+from dataclasses import replace
 from pathlib import Path
 
 from treadle.adapters.batch.results_file import ResultsFile, read_lines
@@ -53,7 +55,24 @@ def test_a_result_line_has_every_field_in_order_and_is_on_disk_at_once(tmp_path:
         "seconds",
         "worker",
     ]
-    assert line["tokens"] == {"input": 1200, "output": 40} and line["seconds"] == 41.25
+    assert line["tokens"] == {
+        "input": 1200,
+        "output": 40,
+        "cache_read": 0,
+        "cache_write": 0,
+        "reasoning": 0,
+    }
+    assert line["seconds"] == 41.25
+
+
+def test_a_turn_that_reported_no_tokens_counts_every_kind_at_zero(tmp_path: Path):
+    path = tmp_path / "results.jsonl"
+    with closing(ResultsFile(path)) as results:
+        results.write(replace(FINISHED, outcome="not started", tokens={}, requests=0))
+    line = json.loads(path.read_text())
+    assert line["tokens"] == dict.fromkeys(
+        ["input", "output", "cache_read", "cache_write", "reasoning"], 0
+    )
 
 
 def test_results_are_appended_after_a_line_torn_by_a_kill(tmp_path: Path):
