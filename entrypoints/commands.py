@@ -15,7 +15,8 @@ import os
 import re
 import sys
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TextIO
@@ -293,7 +294,7 @@ async def replay(args: argparse.Namespace, out: TextIO) -> int:
         clock = FakeClock()
         container.clock.override(providers.Object(clock))
         container.runner.override(providers.Object(FakeRunner(clock)))
-    with tempfile.TemporaryDirectory(prefix="treadle-replay-") as session_dir:
+    with folder_as_long_as(str(path.resolve().parent)) as session_dir:
         # Tools that save output need a folder; a replay keeps no transcript or log of its own.
         container.session_dir.override(providers.Object(session_dir))
         container.transcript.override(providers.Object(None))
@@ -307,6 +308,23 @@ async def replay(args: argparse.Namespace, out: TextIO) -> int:
         return 1 if args.check else 0
     print(f"replay: {model.requests} requests, no divergence from {path}", file=out)
     return 0
+
+
+@contextmanager
+def folder_as_long_as(session: str) -> Iterator[str]:
+    """A new temporary folder whose path is as long as the recorded ``session``'s, where
+    one can be made (else a shorter one). A re-run command's saved output is named in
+    its result by a path in this folder: the same length, so the result takes the room
+    it took in the recorded window, and the replay's accounting comes to the same
+    figures (its budgets, when to prune, when to compact)."""
+    with tempfile.TemporaryDirectory(prefix="treadle-replay-") as base:
+        pad = len(session) - len(base) - 1
+        if not 0 < pad < 256:
+            yield base
+            return
+        folder = os.path.join(base, "r" * pad)
+        os.mkdir(folder)
+        yield folder
 
 
 async def replay_turns(

@@ -91,6 +91,41 @@ def test_recorded_tools_replay_it_anywhere(
     assert result.returncode == 0, result.stdout + result.stderr
 
 
+def test_a_compacted_session_of_cut_outputs_replays_with_real_tools_and_no_divergence(
+    tmp_path: Path,
+) -> None:
+    # Saved outputs are named by paths in the replay's own folder; were its path of
+    # another length, each result would take other room in the window, and the pruning,
+    # the compaction and every output budget after them would differ from the recording.
+    work = tmp_path / "work"
+    work.mkdir()
+    big = {"command": "python3 -c \"print('x ' * 40000)\""}
+    calls = [
+        {
+            "tool_calls": [{"id": f"c{n}", "name": "bash", "arguments": big}],
+            "usage": {"input_tokens": 1800 + 700 * n, "output_tokens": 10},
+        }
+        for n in range(6)
+    ]
+    done = {"text": "Done.", "usage": {"input_tokens": 3000, "output_tokens": 3}}
+    (work / "script.json").write_text(json.dumps({"responses": [*calls, done]}))
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(tmp_path),
+        "PYTHONPATH": str(ROOT),
+        "TREADLE_STATE_DIR": str(tmp_path / "state"),
+        "TREADLE_CONFIG_DIR": str(tmp_path / "config"),
+        "TREADLE_CONTEXT_WINDOW": "4096",
+    }
+    first = run_treadle("--model", "script:script.json", "--print", "go", cwd=work, env=env)
+    assert first.returncode == 0, first.stdout + first.stderr
+    assert "compacted to" in first.stdout and "pruned" in first.stdout
+    (session,) = (tmp_path / "state" / "sessions").iterdir()
+    result = run_treadle("replay", session.name, "--check", cwd=work, env=env, timeout=120)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "no divergence" in result.stdout
+
+
 def test_a_cut_output_saved_to_a_file_replays_with_real_tools_and_no_divergence(
     tmp_path: Path,
 ) -> None:
