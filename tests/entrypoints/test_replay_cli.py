@@ -13,6 +13,18 @@ from tests.processes import ROOT, run_treadle
 pytestmark = pytest.mark.slow
 
 
+def bare_env(home: Path, **extra: str) -> dict[str, str]:
+    """A small environment for treadle, its state and configuration under ``home``."""
+    return {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(home),
+        "PYTHONPATH": str(ROOT),
+        "TREADLE_STATE_DIR": str(home / "state"),
+        "TREADLE_CONFIG_DIR": str(home / "config"),
+        **extra,
+    }
+
+
 @pytest.fixture
 def recorded(tmp_path: Path) -> tuple[Path, dict[str, str], Path]:
     work = tmp_path / "work"
@@ -37,13 +49,7 @@ def recorded(tmp_path: Path) -> tuple[Path, dict[str, str], Path]:
         ]
     }
     (work / "script.json").write_text(json.dumps(script))
-    env = {
-        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-        "HOME": str(tmp_path),
-        "PYTHONPATH": str(ROOT),
-        "TREADLE_STATE_DIR": str(tmp_path / "state"),
-        "TREADLE_CONFIG_DIR": str(tmp_path / "config"),
-    }
+    env = bare_env(tmp_path)
     result = run_treadle(
         "--model",
         "script:script.json",
@@ -109,14 +115,7 @@ def test_a_compacted_session_of_cut_outputs_replays_with_real_tools_and_no_diver
     ]
     done = {"text": "Done.", "usage": {"input_tokens": 3000, "output_tokens": 3}}
     (work / "script.json").write_text(json.dumps({"responses": [*calls, done]}))
-    env = {
-        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-        "HOME": str(tmp_path),
-        "PYTHONPATH": str(ROOT),
-        "TREADLE_STATE_DIR": str(tmp_path / "state"),
-        "TREADLE_CONFIG_DIR": str(tmp_path / "config"),
-        "TREADLE_CONTEXT_WINDOW": "4096",
-    }
+    env = bare_env(tmp_path, TREADLE_CONTEXT_WINDOW="4096")
     first = run_treadle("--model", "script:script.json", "--print", "go", cwd=work, env=env)
     assert first.returncode == 0, first.stdout + first.stderr
     assert "compacted to" in first.stdout and "pruned" in first.stdout
@@ -141,13 +140,7 @@ def test_a_cut_output_saved_to_a_file_replays_with_real_tools_and_no_divergence(
         ]
     }
     (work / "script.json").write_text(json.dumps(script))
-    env = {
-        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-        "HOME": str(tmp_path),
-        "PYTHONPATH": str(ROOT),
-        "TREADLE_STATE_DIR": str(tmp_path / "state"),
-        "TREADLE_CONFIG_DIR": str(tmp_path / "config"),
-    }
+    env = bare_env(tmp_path)
     first = run_treadle("--model", "script:script.json", "--print", "print", cwd=work, env=env)
     assert first.returncode == 0, first.stdout + first.stderr
     (session,) = (tmp_path / "state" / "sessions").iterdir()
