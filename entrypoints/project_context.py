@@ -59,9 +59,12 @@ async def show_mcp_servers(args: argparse.Namespace, out: TextIO) -> int:
             statuses = servers.statuses()
         finally:
             await end_session(container)
+        # What a server said, its URL and its arguments may hold the secrets of its
+        # table (or any other): redacted as a session's warning line is.
+        redact = container.redactor().redact
     for status in statuses:
         for line in status_lines(status):
-            print(line, file=out)
+            print(redact(line), file=out)
     return 1 if any(status.state == "failed" for status in statuses) else 0
 
 

@@ -196,6 +196,25 @@ def test_treadle_mcp_lists_the_servers_whether_each_started_and_their_tools(here
     assert not is_running(wait_for_pid(tmp_path / "test.pid"))
 
 
+def test_treadle_mcp_redacts_secrets_as_a_session_does(here: Path) -> None:
+    # A server that dies saying the secret of its `env` table, and a URL with a password:
+    # a session's warning line shows neither, and neither may `treadle mcp`.
+    says = "import os, sys; print('bad token ' + os.environ['SERVICE_TOKEN'], file=sys.stderr)"
+    configure(
+        here,
+        f"[mcp_servers.leaky]\ncommand = {json.dumps(sys.executable)}\n"
+        f"args = ['-c', {json.dumps(says + '; sys.exit(2)')}]\n"
+        'env = { SERVICE_TOKEN = "env-secret-abcdef123456" }\n',
+        '[mcp_servers.docs]\nurl = "http://bob:url-passw0rd-xyz@127.0.0.1:1/mcp"\n',
+    )
+    out = io.StringIO()
+    assert run_subcommand(["mcp"], out) == 1
+    shown = out.getvalue()
+    assert "bad token [redacted]" in shown
+    assert "http://bob:[redacted]@127.0.0.1:1/mcp" in shown
+    assert "env-secret-abcdef123456" not in shown and "url-passw0rd-xyz" not in shown
+
+
 def test_treadle_mcp_without_servers_says_how_to_add_one(here: Path) -> None:
     out = io.StringIO()
     assert run_subcommand(["mcp"], out) == 0
