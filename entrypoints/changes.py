@@ -32,7 +32,7 @@ from treadle.adapters.checkpoints import (
     ShadowRepository,
     shadow_for,
 )
-from treadle.domain.values.text import one_line, printable
+from treadle.domain.values.text import one_line, printable, quoted_path
 
 Command = Callable[[], Awaitable[None]]
 T = TypeVar("T")
@@ -100,11 +100,17 @@ def _restored_lines(head: str, restored: Restored, after: str) -> tuple[str, ...
     if not restored.restored and not restored.removed:
         return (f"{head}: nothing had changed since.", *_warnings(restored))
     lines = [f"{head}:"]
-    # A file name, made by the model maybe, is shown on one line and nothing of it
-    # acts on the terminal (a newline in it would forge a line of treadle's).
-    lines += [f"  restored  {one_line(path, PATH_WIDTH)}" for path in restored.restored]
-    lines += [f"  removed   {one_line(path, PATH_WIDTH)}" for path in restored.removed]
+    lines += [f"  restored  {_path(path)}" for path in restored.restored]
+    lines += [f"  removed   {_path(path)}" for path in restored.removed]
     return (*lines, *_warnings(restored), after)
+
+
+def _path(path: str) -> str:
+    """A file name, made by the model maybe, on one line and told apart from any other:
+    quoted with escapes when it holds what a terminal cannot show (a newline in it would
+    forge a line of treadle's; a byte that is not UTF-8 would vanish)."""
+    shown = quoted_path(path)
+    return shown if len(shown) <= PATH_WIDTH else shown[: PATH_WIDTH - 1] + "…"
 
 
 def _warnings(restored: Restored) -> list[str]:

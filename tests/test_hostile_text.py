@@ -26,6 +26,7 @@ from treadle.domain.rules.truncation import TokenBudget
 from treadle.domain.values.conversation import ToolCall
 from treadle.domain.values.events import TurnEvent
 from treadle.domain.values.outcome import FailureKind, TurnOutcome
+from treadle.domain.values.text import quoted_path
 from treadle.ports.terminal import Terminal
 
 # Every code point, surrogates and controls included, with the dangerous ones often.
@@ -116,3 +117,11 @@ def test_any_model_text_reaches_every_screen_the_transcript_and_the_tools(text: 
         assert not any(bad in screens.tty.getvalue() for bad in "\x00\u202e\u2066\ud800")
         events = list(read_transcript(Path(folder) / "transcript.jsonl"))
         assert len(events) > 10
+
+
+@given(anything, st.one_of(anything, st.builds(quoted_path, anything)))
+def test_a_quoted_file_name_is_one_printable_line_and_tells_two_names_apart(first, second):
+    shown = quoted_path(first)
+    assert shown.isprintable() and not set(NEVER_ON_SCREEN) & set(shown)
+    if first != second:
+        assert shown != quoted_path(second)

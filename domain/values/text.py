@@ -54,6 +54,35 @@ def printable(text: str) -> str:
     return CONTROL_CHARACTERS.sub("", ESCAPE_SEQUENCES.sub("", text))
 
 
+_PATH_ESCAPES = {"\n": "\\n", "\t": "\\t", '"': '\\"', "\\": "\\\\"}
+
+
+def quoted_path(path: str) -> str:
+    """A file name as it can be shown and told apart from every other: as it is when it
+    is printable on one line, else quoted as git quotes one, with ``\\n``, ``\\t`` and
+    ``\\xNN`` (a byte that is not UTF-8, a control character) for what cannot be shown.
+    A name holding a quote or a backslash is quoted too: no name reads as another's
+    quoted form.
+
+    >>> quoted_path("src/app.py"), quoted_path("new\\nline"), quoted_path("bad\\udcff.txt")
+    ('src/app.py', '"new\\\\nline"', '"bad\\\\xff.txt"')
+    """
+    if path.isprintable() and '"' not in path and "\\" not in path:
+        return path
+    shown = []
+    for character in path:
+        code = ord(character)
+        if character in _PATH_ESCAPES:
+            shown.append(_PATH_ESCAPES[character])
+        elif 0xDC80 <= code <= 0xDCFF:  # os.fsdecode's stand-in for an undecodable byte
+            shown.append(f"\\x{code - 0xDC00:02x}")
+        elif CONTROL_CHARACTERS.match(character) or not character.isprintable():
+            shown.append(f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}")
+        else:
+            shown.append(character)
+    return '"' + "".join(shown) + '"'
+
+
 def one_line(text: str, width: int = 100) -> str:
     """``text`` printable on one line (runs of white space become one space), cut to
     ``width`` with an ellipsis."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import os
 from pathlib import Path
 
 import pytest
@@ -89,8 +90,24 @@ def test_names_and_contents_the_model_made_never_act_on_the_terminal(
     if command == "diff":
         assert "+hello ]0;pwned-title  cleared abc" not in shown  # not even half of it
         assert "+hello   cleared abc" in shown.splitlines()
-    else:
-        assert "cmdname Turn finished" in shown  # the name, on its line
+    else:  # the name, on its line, quoted with what it really holds
+        assert '"cmd\\x1b[2Jname\\nTurn finished"' in shown
+
+
+@pytest.mark.parametrize("command", ["undo", "redo"])
+def test_names_that_differ_only_in_what_cannot_be_shown_are_told_apart(
+    recorded: Path, command: str
+) -> None:
+    names = [b"bad\xff.txt", b"bad.txt", b"new\nline.txt", b"new line.txt"]
+    for name in names:
+        (recorded / os.fsdecode(name)).write_text("made by the turn\n")
+    if command == "redo":
+        assert run("undo", "--workspace", str(recorded))[0] == 0
+    code, shown = run(command, "--workspace", str(recorded))
+    assert code == 0, shown
+    verb = "removed" if command == "undo" else "restored"
+    for shown_name in ('"bad\\xff.txt"', "bad.txt", '"new\\nline.txt"', "new line.txt"):
+        assert f"  {verb:<8}  {shown_name}" in shown.splitlines(), shown
 
 
 def test_undoing_a_turn_that_changed_nothing_exits_0_as_the_readme_says(
