@@ -15,8 +15,11 @@ Example::
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from dataclasses import replace
 from typing import Any
+
+from returns.result import Failure, Result
 
 from treadle.adapters.http_model.anthropic_reader import AnthropicReader
 from treadle.adapters.http_model.assistant_parts import assistant_parts
@@ -25,7 +28,13 @@ from treadle.adapters.http_model.exchange import EventReader
 from treadle.adapters.http_model.server_facts import ProbeTarget
 from treadle.domain.rules.arguments import arguments_object
 from treadle.domain.values.conversation import Message, Reasoning
-from treadle.domain.values.model import ModelRequest, ToolSpec
+from treadle.domain.values.model import (
+    HttpStatusError,
+    ModelError,
+    ModelRequest,
+    StreamEvent,
+    ToolSpec,
+)
 
 ANTHROPIC_BASE_URL = "https://api.anthropic.com"
 ANTHROPIC_VERSION = "2023-06-01"
@@ -33,6 +42,12 @@ CONTINUE_PROMPT = "Continue exactly where your answer stopped; do not repeat any
 MAX_BREAKPOINTS = 4
 """The most ``cache_control`` markers the API takes in one request."""
 EPHEMERAL = {"type": "ephemeral"}
+BINDING_BETA = "thinking-binding-controls-2026-08-01"
+"""The ``anthropic-beta`` value that lets a request say what to do with a thinking block
+whose prefix changed."""
+BINDING_MODELS = ("claude-fable-5-1",)
+"""Models known to check that nothing before a thinking block sent back has changed
+(Anthropic's "preserved thinking"); others are learned from their first refusal."""
 
 
 class AnthropicModel(HttpModel):
@@ -40,6 +55,39 @@ class AnthropicModel(HttpModel):
 
     HOSTED_URL = ANTHROPIC_BASE_URL
     KEY_ENV = "ANTHROPIC_API_KEY"
+    drops_stale_thinking = False
+    """Whether requests ask the API to drop a thinking block whose prefix changed rather
+    than refuse them: treadle edits the history it sends (pruned results, compactions,
+    a continued answer kept as one), which a model that binds its blocks to their
+    prefix refuses by default. Set for the models known to, or once one refuses."""
+
+    def stream(self, request: ModelRequest) -> AsyncIterator[Result[StreamEvent, ModelError]]:
+        return self._stream_learning_binding(request)
+
+    async def _stream_learning_binding(
+        self, request: ModelRequest
+    ) -> AsyncIterator[Result[StreamEvent, ModelError]]:
+        """The answer; a refusal of a thinking block bound to another prefix (decided
+        before any output) is answered at once by the same request, asking for such
+        blocks to be dropped, as the refusal itself says to, and for the rest of the
+        session."""
+        for attempt in (1, 2):
+            items = super().stream(request)
+            try:
+                async for item in items:
+                    if attempt == 1 and not self._drops() and _asks_to_drop_bound_blocks(item):
+                        self.drops_stale_thinking = True
+                        break
+                    yield item
+                else:
+                    return
+            finally:
+                close = getattr(items, "aclose", None)
+                if close is not None:
+                    await close()
+
+    def _drops(self) -> bool:
+        return self.drops_stale_thinking or self.model.startswith(BINDING_MODELS)
 
     def normalized_base_url(self, base_url: str) -> str:
         # The path is /v1/messages under the base URL; a base URL given with its /v1
@@ -66,7 +114,24 @@ class AnthropicModel(HttpModel):
             prefill = _prefill(request.continuation)
             reader = AnthropicReader(shown_whitespace=request.continuation[len(prefill) :])
         body = messages_request_body(request, model=self.model, options=self.options)
+        if self._drops():
+            thinking = body.setdefault("thinking", {"type": "adaptive"})
+            thinking["block_binding"] = {"prefix_mismatch_behavior": "drop_block"}
+            headers["anthropic-beta"] = BINDING_BETA
         return "/v1/messages", headers, body, reader
+
+
+def _asks_to_drop_bound_blocks(item: Result[StreamEvent, ModelError]) -> bool:
+    """Whether ``item`` is the API's refusal of a thinking block bound to another
+    conversation, which names the setting that lets it drop the block instead."""
+    if not isinstance(item, Failure):
+        return False
+    error = item.failure()
+    return (
+        isinstance(error, HttpStatusError)
+        and error.status == 400
+        and "prefix_mismatch_behavior" in error.detail
+    )
 
 
 def messages_request_body(
