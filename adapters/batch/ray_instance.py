@@ -17,6 +17,7 @@ import os
 import secrets
 import shutil
 import signal
+import socket
 import sys
 import tempfile
 import time
@@ -39,6 +40,13 @@ PRIVATE_ENVIRONMENT = {
 }
 
 NEEDS_RAY = "--engine ray needs Ray: pip install 'treadle[ray]'"
+
+CONNECT_SECONDS = 5.0
+"""How long a cluster's address has to accept a connection before Ray is asked."""
+
+GCS_WAIT = "RAY_gcs_server_port_wait_time_s"
+"""How many one-second attempts ``ray.init`` makes to reach a cluster's GCS. Ray's
+default is 20 of about 40 s each: a silent address would hold the batch for minutes."""
 
 
 def _shutdown_ray() -> None:
@@ -69,16 +77,40 @@ class RayCluster:
         found = _import_ray()
         if isinstance(found, Failure):
             return found
+        silent = _nothing_answers(self.address)
+        if silent:
+            return Failure(f"cannot use the Ray cluster at {self.address}: {silent}")
         import ray
 
+        bound = GCS_WAIT not in os.environ  # one the user set is theirs
+        if bound:
+            os.environ[GCS_WAIT] = "1"
         try:
             ray.init(address=self.address, logging_level=logging.ERROR, log_to_driver=False)
         except Exception as error:  # Ray's own errors: ConnectionError, AuthenticationError…
             return Failure(_cannot_connect(self.address, error))
+        finally:
+            if bound:
+                os.environ.pop(GCS_WAIT, None)
         return Success(None)
 
     def stop(self) -> None:
         _shutdown_ray()  # a cluster we did not start is only left
+
+
+def _nothing_answers(address: str, seconds: float = CONNECT_SECONDS) -> str:
+    """Why nothing accepts a connection at ``HOST:PORT`` ("" when something does, or
+    when ``address`` is not of that form: Ray's ``auto``, ``ray://…``)."""
+    host, _, port = address.rpartition(":")
+    if not host or not port.isdigit() or "/" in host:
+        return ""
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=seconds):
+            return ""
+    except TimeoutError:
+        return f"nothing answers there (no connection within {seconds:g} s)"
+    except OSError as error:
+        return f"nothing answers there ({error.strerror or error})"
 
 
 def _cannot_connect(address: str, error: Exception) -> str:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import socket
 import sys
 from pathlib import Path
 
@@ -27,7 +28,12 @@ from tests.batch_support import (
 )
 from tests.processes import is_running
 from treadle.adapters.batch.ray_engine import RayEngine
-from treadle.adapters.batch.ray_instance import NEEDS_RAY, LocalRayInstance, RayCluster
+from treadle.adapters.batch.ray_instance import (
+    GCS_WAIT,
+    NEEDS_RAY,
+    LocalRayInstance,
+    RayCluster,
+)
 from treadle.adapters.system_clock import SystemClock
 
 pytestmark = [
@@ -172,3 +178,42 @@ async def test_an_engine_that_cannot_reach_its_cluster_fails_to_start(monkeypatc
     engine = RayEngine(SystemClock(), workers=1, address="127.0.0.1:1")
     engine.instance = Unreachable("127.0.0.1:1")
     assert await engine.start() == Failure("cannot use the Ray cluster at 127.0.0.1:1: refused")
+
+
+def test_an_address_nothing_listens_on_fails_at_once_and_ray_is_never_asked(monkeypatch):
+    """Ray retries an absent cluster 20 times for about 40 s each, deaf to Ctrl-C and
+    SIGTERM: the batch refuses first, in one line."""
+    import ray
+
+    def retried_for_minutes(**options):
+        raise AssertionError("ray.init was asked to reach an address nothing listens on")
+
+    monkeypatch.setattr(ray, "init", retried_for_minutes)
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]  # closed again: nothing listens there
+    said = "nothing answers there (Connection refused)"
+    started = RayCluster(f"127.0.0.1:{port}").start()
+    assert started == Failure(f"cannot use the Ray cluster at 127.0.0.1:{port}: {said}")
+
+
+def test_an_address_that_accepts_but_never_answers_gets_one_attempt_from_ray(monkeypatch):
+    import ray
+
+    asked: list[str | None] = []
+
+    def silent(**options):
+        asked.append(os.environ.get(GCS_WAIT))
+        raise ConnectionError("Failed to connect to Ray cluster at 127.0.0.1")
+
+    monkeypatch.setattr(ray, "init", silent)
+    monkeypatch.delenv(GCS_WAIT, raising=False)
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()  # the kernel accepts; nothing ever answers
+        address = f"127.0.0.1:{listener.getsockname()[1]}"
+        started = RayCluster(address).start()
+    assert isinstance(started, Failure)
+    assert started.failure().startswith(f"cannot use the Ray cluster at {address}: Failed to")
+    assert asked == ["1"]  # Ray's own default is 20 attempts of about 40 s
+    assert GCS_WAIT not in os.environ
