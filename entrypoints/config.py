@@ -27,6 +27,7 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from treadle.domain.rules.truncation import MIN_THINKING_BUDGET
 from treadle.domain.values.prices import Prices
 from treadle.domain.values.text import well_formed
 
@@ -41,7 +42,6 @@ ENV_PREFIX = "TREADLE_"
 DEFAULT = "default"
 REASONING_EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh", "max")
 PRICE_KINDS = ("input", "output", "cache_read", "cache_write")
-MIN_THINKING_BUDGET = 1024
 
 
 class ConfigError(Exception):

@@ -263,11 +263,7 @@ class Responder:
     # One request ---------------------------------------------------------------------
 
     def _thinking(self, max_tokens: int) -> int:
-        """The thinking budget a request of ``max_tokens`` may ask for: the configured
-        one, or none when the window left less output than that (a server refuses a
-        thinking budget that is not below the whole budget)."""
-        thinking = self.settings.budget.thinking
-        return thinking if max_tokens > thinking else 0
+        return self.settings.budget.thinking_within(max_tokens)
 
     async def _exchange(
         self,

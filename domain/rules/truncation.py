@@ -13,6 +13,9 @@ from dataclasses import dataclass
 
 from treadle.domain.values.outcome import Truncated
 
+MIN_THINKING_BUDGET = 1024
+"""The least thinking budget Anthropic takes."""
+
 
 @dataclass(frozen=True, slots=True)
 class TokenBudget:
@@ -39,6 +42,22 @@ class TokenBudget:
             raise ValueError("token budget: growth must be at least 1")
         if self.continuations < 0:
             raise ValueError("token budget: continuations cannot be negative")
+
+    def thinking_within(self, max_tokens: int) -> int:
+        """The thinking budget a request of ``max_tokens`` may ask for: the configured
+        one while it stays below ``max_tokens`` (a server refuses one that does not);
+        when the window left less, half of it, if that is still Anthropic's least; else
+        none. Thinking kept on, smaller, rather than off: a tool loop whose thinking is
+        switched off for one request is refused when it is switched on again.
+
+        >>> budget = TokenBudget(initial=8192, thinking=4096)
+        >>> budget.thinking_within(8192), budget.thinking_within(4096), budget.thinking_within(2000)
+        (4096, 2048, 0)
+        """
+        if self.thinking <= 0 or max_tokens > self.thinking:
+            return self.thinking
+        half = max_tokens // 2
+        return half if half >= MIN_THINKING_BUDGET else 0
 
 
 @dataclass(frozen=True, slots=True)

@@ -132,6 +132,23 @@ async def test_every_request_carries_the_thinking_budget_inside_its_own(rig):
     assert (request.max_tokens, request.thinking_budget) == (8192, 4096)
 
 
+@pytest.mark.parametrize(
+    ("thinking", "max_tokens", "asked"),
+    [
+        (4096, 8192, 4096),  # as configured
+        (4096, 4097, 4096),  # still below the request's budget
+        (4096, 4096, 2048),  # the window left less: thinking on, smaller
+        (4096, 2048, 1024),  # half is still Anthropic's least
+        (4096, 2047, 0),  # less than that cannot think at all
+        (0, 100, 0),  # never asked for
+    ],
+)
+def test_a_request_whose_window_left_less_thinks_less_rather_than_not_at_all(
+    thinking, max_tokens, asked
+):
+    assert TokenBudget(8192, thinking=thinking).thinking_within(max_tokens) == asked
+
+
 @pytest.mark.parametrize("thinking", [8192, 9000, -1])
 def test_a_thinking_budget_must_leave_room_for_the_answer(thinking):
     with pytest.raises(ValueError, match="thinking"):
