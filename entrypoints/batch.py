@@ -27,6 +27,7 @@ from treadle.domain.rules.batch_plan import (
     BatchPlan,
     TurnDefaults,
     by_line,
+    decode_lines,
     latest_results,
     plan_batch,
     read_task_lines,
@@ -162,12 +163,13 @@ def read_tasks(path: Path, *, on_this_machine: bool) -> tuple[BatchTask, ...]:
     """The tasks of TASKS, or a ConfigError naming every bad line: those that are not
     well-formed, and those of the others that name what does not exist."""
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as error:
-        reason = error.strerror if isinstance(error, OSError) and error.strerror else error
-        raise ConfigError(f"{path}: cannot be read: {reason}") from None
-    tasks, problems = read_task_lines(text.splitlines())
-    problems = by_line([*problems, *check_lines(tasks, on_this_machine=on_this_machine)])
+        raw = path.read_bytes()
+    except OSError as error:
+        raise ConfigError(f"{path}: cannot be read: {error.strerror or error}") from None
+    lines, undecodable = decode_lines(raw)
+    tasks, problems = read_task_lines(lines)
+    checked = check_lines(tasks, on_this_machine=on_this_machine)
+    problems = by_line([*undecodable, *problems, *checked])
     if problems:
         raise ConfigError(_problems(path, problems))
     if not tasks:

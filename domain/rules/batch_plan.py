@@ -34,6 +34,26 @@ def parse_tasks(lines: Iterable[str]) -> Result[tuple[BatchTask, ...], tuple[str
     return Failure(problems) if problems else Success(tasks)
 
 
+def decode_lines(raw: bytes) -> tuple[list[str], list[str]]:
+    """TASKS's lines as text, and a problem for each that is not UTF-8 (it stands as a
+    blank line, so that the others keep their numbers). Lines end at ``\\n`` (and
+    ``\\r``) only: JSON text may hold U+2028, which is no line break here.
+
+    >>> decode_lines(b'{"id": 1}\\n\\xff{"id": 2}\\n')
+    (['{"id": 1}', ''], ['line 2: not UTF-8 (byte 0xff at column 1)'])
+    """
+    lines: list[str] = []
+    problems: list[str] = []
+    for number, line in enumerate(raw.splitlines(), 1):
+        try:
+            lines.append(line.decode("utf-8"))
+        except UnicodeDecodeError as error:
+            lines.append("")
+            byte, column = line[error.start], error.start + 1
+            problems.append(f"line {number}: not UTF-8 (byte {byte:#04x} at column {column})")
+    return lines, problems
+
+
 def read_task_lines(lines: Iterable[str]) -> tuple[tuple[BatchTask, ...], tuple[str, ...]]:
     """The tasks of the lines that are well-formed, and every problem of the others
     (``line N: what is wrong``): what only I/O can check is then checked of the good

@@ -105,6 +105,20 @@ def test_every_bad_line_is_in_one_report_whatever_is_wrong_with_it(tmp_path):
     assert lines[-1] == "nothing was run"
 
 
+def test_a_line_that_is_not_utf8_is_named_with_the_others_and_a_json_line_break_is_none(
+    tmp_path,
+):
+    good = json.dumps({"id": "a", "task": "line\u2028separator"}, ensure_ascii=False)
+    (tmp_path / "t.jsonl").write_bytes(
+        good.encode() + b"\n" + b'{"id": "b", "task": "\xff"}\n' + b'{"id": "c"}\n'
+    )
+    with pytest.raises(ConfigError) as problem:
+        plan_for(str(tmp_path / "t.jsonl"))
+    lines = str(problem.value).splitlines()
+    assert [line.split(":")[1] for line in lines[:-1]] == ["2", "3"], lines
+    assert "not UTF-8 (byte 0xff at column 22)" in lines[0]
+
+
 def test_a_missing_or_empty_tasks_file_is_one_clear_line(tmp_path, capsys):
     assert main(["batch", str(tmp_path / "none.jsonl")]) == 2
     assert "none.jsonl: cannot be read: No such file or directory" in capsys.readouterr().err
