@@ -146,27 +146,43 @@ def run_session(args: argparse.Namespace) -> int:
     # A command line's bytes that are not UTF-8 arrive as lone surrogates; made
     # well-formed here, they cannot break the transcript, the screen or a tool.
     task = well_formed(args.task) if args.task is not None else None
-    tty = sys.stdout.isatty() and not (args.print or args.json)
+    tty = _is_terminal(sys.stdout) and not (args.print or args.json)
+    keyboard = _is_terminal(sys.stdin)
     verbose = bool(getattr(args, "verbose", False))
-    if task is None and resuming and not (tty and sys.stdin.isatty()):
+    if task is None and resuming and not (tty and keyboard):
         task = RESUME_MESSAGE  # headless: go on; in a terminal, the prompt asks what next
     if task is None:
-        if tty and sys.stdin.isatty():
+        if tty and keyboard:
             from treadle.entrypoints.interactive import run_interactive_session
 
             return run_interactive_session(app, str(session_path), session_id, verbose=verbose)
-        if sys.stdin.isatty() and sys.stdout.isatty():
+        if keyboard and _is_terminal(sys.stdout):
             print(
                 "treadle: --print and --json need a task (an argument, or on stdin)",
                 file=sys.stderr,
             )
             return 2
-        task = sys.stdin.buffer.read().decode("utf-8", "replace").strip()
+        task = _read_stdin()
         if not task:
             print("treadle: no task given", file=sys.stderr)
             return 2
     mode = "json" if args.json else "tty" if tty else "plain"
     return asyncio.run(_one_turn(app, task, mode, str(session_path), session_id, verbose))
+
+
+def _is_terminal(stream: object) -> bool:
+    """Whether ``stream`` is a terminal; a closed standard stream (``0<&-``: Python
+    then has None for it) is none."""
+    isatty = getattr(stream, "isatty", None)
+    return bool(isatty is not None and isatty())
+
+
+def _read_stdin() -> str:
+    """The task given on stdin; none when stdin is closed."""
+    stdin = sys.stdin
+    if stdin is None:
+        return ""
+    return stdin.buffer.read().decode("utf-8", "replace").strip()
 
 
 async def _one_turn(
