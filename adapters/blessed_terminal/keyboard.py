@@ -27,6 +27,10 @@ from treadle.domain.rules.interrupts import is_second_interrupt
 ESC_DELAY = 0.05
 # How often the reading thread looks up to see whether it should end.
 POLL = 0.05
+# An Enter with another key this close behind it is a line break inside a paste, not
+# a person submitting: the bytes of a paste are all there at once, however the event
+# loop and this thread take turns, and nobody types that fast after an Enter.
+PASTE_GAP = 0.03
 
 _NAMED_KEYS = {
     "KEY_ENTER": Key.ENTER,
@@ -153,11 +157,16 @@ class Keyboard:
         self.restore_mode()
 
     def _read(self) -> None:
-        while not self._stopping.is_set():
-            try:
-                keystroke = self._term.inkey(timeout=POLL, esc_delay=ESC_DELAY)
-            except (EOFError, OSError):
-                return
+        ahead: Any = None  # the key read after an Enter, to tell a paste from a person
+        while True:
+            keystroke, ahead = ahead, None
+            if keystroke is None:
+                if self._stopping.is_set():
+                    return
+                try:
+                    keystroke = self._term.inkey(timeout=POLL, esc_delay=ESC_DELAY)
+                except (EOFError, OSError):
+                    return
             if self._stopping.is_set():
                 if keystroke:
                     # Read as the reading ended: leave it for whoever reads next.
@@ -166,6 +175,13 @@ class Keyboard:
             key = key_name(keystroke) if keystroke else ""
             if not key:
                 continue
+            if key == Key.ENTER:
+                try:
+                    ahead = self._term.inkey(timeout=PASTE_GAP, esc_delay=ESC_DELAY) or None
+                except (EOFError, OSError):
+                    ahead = None
+                if ahead is not None:
+                    key = Key.NEWLINE
             if key == Key.CTRL_C:
                 now = time.monotonic()
                 if is_second_interrupt(self._unhandled_ctrl_c, now):

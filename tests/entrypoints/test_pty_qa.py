@@ -3,6 +3,8 @@ many lines, and Ctrl-O while the model is still thinking."""
 
 from __future__ import annotations
 
+import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -48,3 +50,38 @@ def test_print_with_stdin_and_task_missing_is_one_line_and_exit_2(tmp_path: Path
     )
     assert result.returncode == 2
     assert result.stderr.strip() == "treadle: no task given"
+
+
+def on_one_cpu() -> None:
+    """In the child: one CPU, as on a small VM or a busy machine, where the event loop
+    takes each key as soon as the keyboard's thread hands it over."""
+    os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
+
+
+def test_a_paste_of_many_lines_is_one_message_however_the_keys_arrive(tmp_path: Path) -> None:
+    script = write_script(tmp_path, {"text": "One."}, {"text": "Two."}, {"text": "Three."})
+    child = pexpect.spawn(
+        sys.executable,
+        treadle_args(script),
+        cwd=str(tmp_path),
+        env=environment(tmp_path),
+        encoding="utf-8",
+        timeout=30,
+        dimensions=(30, 120),
+        preexec_fn=on_one_cpu,
+    )
+    child.delaybeforesend = None
+    child.expect("Type a task")
+    lines = [f"pasted line {n}" for n in range(300)]
+    child.send("".join(line + "\r" for line in lines))  # one write, as a terminal pastes
+    child.expect("One.")
+    child.expect("Turn finished")
+    child.expect("› ")
+    child.send("/exit\r")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
+    transcript = next((tmp_path / "state" / "sessions").glob("*/transcript.jsonl"))
+    records = [json.loads(line) for line in transcript.read_text().splitlines()]
+    tasks = [r["task"] for r in records if r["type"] == "turn_started"]
+    assert tasks == ["\n".join(lines)]
