@@ -165,6 +165,8 @@ class TurnView:
     thinking: list[str] = field(default_factory=list)
     """The reasoning streaming now (the main agent's), shown as one live row."""
     thinking_tail: str = ""
+    thinking_shown: int = 0
+    """Characters of the reasoning streaming now that the expand key already showed."""
     collapsed: list[str] = field(default_factory=list)
     """Reasoning shown as one line, kept until the expand key shows it in full."""
     approved_diffs: set[str] = field(default_factory=set)
@@ -194,9 +196,13 @@ class TurnView:
     def thought_lines(self, *, verbose: bool) -> list[str]:
         """The log's lines for the reasoning that just ended: one dim line saying how
         long it was (the expand key shows it all), or all of it with ``verbose``."""
-        text = "".join(self.thinking).strip()
+        whole = "".join(self.thinking)
+        shown, self.thinking_shown = self.thinking_shown, 0
         self.thinking.clear()
         self.thinking_tail = ""
+        if shown:  # the expand key showed its beginning: the rest follows, in full
+            return self._thought(whole[shown:], header=False)
+        text = whole.strip()
         if not text:
             return []
         if verbose:
@@ -207,14 +213,21 @@ class TurnView:
         return [self.styles.dim(f"{THOUGHT} thought for {words:,} {noun} · {EXPAND_KEY} to expand")]
 
     def expanded_lines(self) -> list[str]:
-        """The reasoning shown collapsed so far, in full (then forgotten: shown once)."""
+        """The reasoning shown collapsed so far, in full (then forgotten: shown once),
+        and what the reasoning streaming now has said so far: the rest of it then
+        follows in full when it ends, instead of its folded line."""
         texts, self.collapsed = self.collapsed, []
-        return [line for text in texts for line in self._thought(text)]
+        lines = [line for text in texts for line in self._thought(text)]
+        whole = "".join(self.thinking)
+        if whole[self.thinking_shown :].strip():
+            lines += self._thought(whole[self.thinking_shown :], header=not self.thinking_shown)
+            self.thinking_shown = len(whole)
+        return lines
 
-    def _thought(self, text: str) -> list[str]:
+    def _thought(self, text: str, *, header: bool = True) -> list[str]:
         dim = self.styles.dim
-        body = [dim("  " + printable(line)) for line in text.splitlines()]
-        return [dim(f"{THOUGHT} thinking"), *body]
+        body = [dim("  " + printable(line)) for line in text.strip("\n").splitlines()]
+        return [dim(f"{THOUGHT} thinking"), *body] if header else body
 
     # Events ------------------------------------------------------------------------
 

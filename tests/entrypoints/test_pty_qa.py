@@ -85,3 +85,34 @@ def test_a_paste_of_many_lines_is_one_message_however_the_keys_arrive(tmp_path: 
     records = [json.loads(line) for line in transcript.read_text().splitlines()]
     tasks = [r["task"] for r in records if r["type"] == "turn_started"]
     assert tasks == ["\n".join(lines)]
+
+
+def test_ctrl_o_while_the_model_is_thinking_shows_its_reasoning_so_far_and_then_the_rest(
+    tmp_path: Path,
+) -> None:
+    script = write_script(
+        tmp_path,
+        {
+            "reasoning": [
+                {"kind": "thinking", "text": "Alpha beta.\nGamma HIDDEN delta.", "seal": "s"}
+            ],
+            "text": ["It ", "is."],
+            "chunk_delay": 3.0,  # the reasoning is still the last thing streamed meanwhile
+        },
+    )
+    child = spawn(tmp_path, sys.executable, treadle_args(script))
+    child.expect("Type a task")
+    child.send("look\r")
+    child.expect("HIDDEN")  # the live row: the end of the reasoning so far
+    child.send("\x0f")  # Ctrl-O while it thinks
+    assert child.expect_exact(["  Alpha beta.", "Turn finished"]) == 0
+    child.expect_exact("  Gamma HIDDEN delta.")
+    child.expect("Turn finished")
+    child.send("\x0f")  # shown already: nothing again, and no folded line either
+    child.send("/exit\r")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
+    shown = child.logfile_read.getvalue()
+    assert shown.count("  Gamma HIDDEN delta.") == 1
+    assert "thought for" not in shown
