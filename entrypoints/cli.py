@@ -66,6 +66,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    _open_closed_standard_streams()
     command = argv[0] if argv and argv[0] in SUBCOMMANDS else ""
     if command:
         # A command stopped by a signal leaves with 130 and a line, not a traceback.
@@ -104,6 +105,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _bug_outside_a_turn(bug)
     finally:
         gc.enable()  # whatever way it left: a program calling main() collects again
+
+
+def _open_closed_standard_streams() -> None:
+    """A standard stream the caller closed (``>&-``, ``0<&-``) reads and writes
+    /dev/null, as if redirected there: Python has None for it, and the next file
+    treadle opened would take its number (a transcript written as stdout, a command's
+    stderr into the log)."""
+    for number, name, mode in ((0, "stdin", "r"), (1, "stdout", "w"), (2, "stderr", "w")):
+        try:
+            os.fstat(number)
+        except OSError:
+            opened = os.open(os.devnull, os.O_RDWR)  # the lowest free number: this one
+            if opened != number:
+                os.dup2(opened, number)
+                os.close(opened)
+        if getattr(sys, name) is None:
+            # Kept open for the life of the process, as the one Python would have made.
+            setattr(sys, name, open(number, mode, encoding="utf-8", closefd=False))  # noqa: SIM115
 
 
 def _interrupted(signum: int, frame: object) -> None:

@@ -52,6 +52,38 @@ def test_print_with_stdin_and_task_missing_is_one_line_and_exit_2(tmp_path: Path
     assert result.stderr.strip() == "treadle: no task given"
 
 
+@pytest.mark.parametrize("closed", [(1,), (1, 2), (2,), (0, 1, 2)])
+def test_a_turn_with_its_output_closed_runs_as_if_it_went_to_dev_null(
+    tmp_path: Path, closed: tuple[int, ...]
+) -> None:
+    # Python has None for a closed stream; a file opened next would take its number.
+    script = write_script(
+        tmp_path,
+        {"tool_calls": [{"name": "bash", "arguments": {"command": "echo made > out.txt"}}]},
+        {"text": "Done."},
+    )
+
+    def close_them() -> None:
+        for number in closed:
+            os.close(number)
+
+    result = subprocess.run(
+        [sys.executable, *treadle_args(script, "--print", "make it")],
+        cwd=tmp_path,
+        env=environment(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        preexec_fn=close_them,
+    )
+    assert result.returncode == 0, result.stderr
+    assert (tmp_path / "out.txt").read_text() == "made\n"
+    [transcript] = (tmp_path / "state" / "sessions").glob("*/transcript.jsonl")
+    ended = [line for line in transcript.read_text().splitlines() if "turn_ended" in line]
+    assert len(ended) == 1 and json.loads(ended[0])["outcome"]["kind"] == "finished"
+    assert not list((tmp_path / "state").glob("treadle-errors.log"))
+
+
 def on_one_cpu() -> None:
     """In the child: one CPU, as on a small VM or a busy machine, where the event loop
     takes each key as soon as the keyboard's thread hands it over."""
