@@ -66,6 +66,13 @@ def key_name(keystroke: Any) -> str:
     return text if len(text) == 1 and text.isprintable() else ""
 
 
+def _pasted(key: str) -> bool:
+    """Whether ``key``, right behind an Enter, is more of a paste rather than a key a
+    person presses the moment they submit: Esc, Ctrl-C or Ctrl-D stop what they asked
+    for, and must not turn their Enter into a line break."""
+    return key not in (Key.ESC, Key.CTRL_C, Key.CTRL_D)
+
+
 def signal_free_cbreak(mode: list[Any]) -> list[Any]:
     """A copy of a termios mode in cbreak with Ctrl-C, Ctrl-Z, Ctrl-S as plain keys."""
     iflag, oflag, cflag, lflag, ispeed, ospeed, chars = mode
@@ -180,7 +187,7 @@ class Keyboard:
                     ahead = self._term.inkey(timeout=PASTE_GAP, esc_delay=ESC_DELAY) or None
                 except (EOFError, OSError):
                     ahead = None
-                if ahead is not None:
+                if ahead is not None and _pasted(key_name(ahead)):
                     key = Key.NEWLINE
             if key == Key.CTRL_C:
                 now = time.monotonic()

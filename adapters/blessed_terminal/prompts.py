@@ -216,10 +216,6 @@ class Prompts:
                 if self._in_turn and key in (Key.ESC, Key.CTRL_C):
                     self._stop_pressed(key)
                     continue
-                if key == Key.ENTER and not self._keys.empty():
-                    # More keys already waiting behind an Enter: a paste, not a person
-                    # submitting; its lines stay one message.
-                    key = Key.NEWLINE
                 ending = editor.press(key)
                 if ending is None:
                     continue

@@ -119,6 +119,26 @@ def test_a_paste_of_many_lines_is_one_message_however_the_keys_arrive(tmp_path: 
     assert tasks == ["\n".join(lines)]
 
 
+@pytest.mark.parametrize("key", ["\x1b", "\x03"], ids=["esc", "ctrl-c"])
+def test_an_enter_with_esc_or_ctrl_c_right_behind_it_still_submits(
+    tmp_path: Path, key: str
+) -> None:
+    # Only a paste puts keys right behind an Enter; a person who submits and at once
+    # stops has asked for the task all the same.
+    script = write_script(tmp_path, {"text": "One."}, {"text": "Two."})
+    child = spawn(tmp_path, sys.executable, treadle_args(script))
+    child.expect("Type a task")
+    child.send("first task\r" + key)  # one write: the stop is right behind the Enter
+    child.expect("first task")
+    child.expect("Turn (finished|paused)")
+    child.expect("› ")
+    child.send("/exit\r")
+    child.expect(pexpect.EOF)
+    transcript = next((tmp_path / "state" / "sessions").glob("*/transcript.jsonl"))
+    records = [json.loads(line) for line in transcript.read_text().splitlines()]
+    assert [r["task"] for r in records if r["type"] == "turn_started"] == ["first task"]
+
+
 def test_ctrl_o_while_the_model_is_thinking_shows_its_reasoning_so_far_and_then_the_rest(
     tmp_path: Path,
 ) -> None:
