@@ -35,7 +35,12 @@ from pathlib import Path
 from treadle.adapters.jsonl_transcript import JsonlTranscript, read_transcript
 from treadle.domain.rules.context_window import ContextState, window_of
 from treadle.domain.rules.history import History
-from treadle.domain.rules.resume import rebuild_context, rebuild_history, repaired_messages
+from treadle.domain.rules.resume import (
+    rebuild_context,
+    rebuild_history,
+    repaired_messages,
+    subagents_started,
+)
 from treadle.domain.values.conversation import Usage
 from treadle.domain.values.events import (
     MessageAdded,
@@ -469,6 +474,11 @@ class SessionLog:
         """What the accounting of the conversation :meth:`conversation_so_far` rebuilt
         knew, and the window the session last kept to."""
         return rebuild_context(self._recorded, history), window_of(self._recorded)
+
+    def subagents_so_far(self) -> int:
+        """The number of the last sub-agent the conversation :meth:`conversation_so_far`
+        rebuilt started (0 for none)."""
+        return subagents_started(self._recorded)
 
     def _save(self, **changes: object) -> None:
         self.meta = dataclasses.replace(self.meta, updated=now_text(), **changes)  # type: ignore[arg-type]

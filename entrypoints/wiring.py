@@ -354,6 +354,12 @@ def context_so_far(
     return log.context_so_far(history)
 
 
+def subagents_so_far(log: SessionLog | None, history: History) -> int:
+    """The number of the last sub-agent a continued session started (its next is
+    numbered after it); 0 when new. ``history`` is rebuilt first, reading the record."""
+    return log.subagents_so_far() if log is not None else 0
+
+
 def build_settings(
     app: AppConfig,
     session_dir: str,
@@ -414,11 +420,18 @@ def build_agent(
     history: History,
     leave: LeaveNow,
     resumed: tuple[ContextState, ContextWindow | None],
+    subagents_started: int = 0,
 ) -> Agent:
     """The session's agent; a second Ctrl-C records its running turn as paused."""
     state, window = resumed
     agent = Agent(
-        ports, settings, tools, history=history, context=state, window=SharedWindow(window)
+        ports,
+        settings,
+        tools,
+        history=history,
+        context=state,
+        window=SharedWindow(window),
+        subagents_started=subagents_started,
     )
     leave.agent = agent
     return agent
