@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
 from treadle.adapters.instructions import ProjectInstructions, read_instructions
-from treadle.adapters.jsonl_transcript import JsonlTranscript
+from treadle.adapters.jsonl_transcript import JsonlTranscript, refuse_unless_a_file
 from treadle.adapters.plain_terminal import JsonLinesTerminal, PlainTerminal
 from treadle.adapters.redact import Redactor
 from treadle.adapters.session_log import LOG_FILE, session_log
@@ -303,6 +303,7 @@ def open_transcript(
         return
     folder = Path(session_dir)
     lock = SessionLock(folder)
+    refuse_unless_a_file(folder / TRANSCRIPT)  # a FIFO would block its opening for ever
     try:
         folder.mkdir(parents=True, exist_ok=True)
         lock.acquire()
