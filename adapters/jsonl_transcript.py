@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import stat
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Any
@@ -141,6 +142,7 @@ def read_transcript(path: str | Path) -> Iterator[TurnEvent]:
     NUL byte. Anything else that cannot be read, a record of the wrong shape, or a
     file with no event at all, is a :class:`TranscriptDamaged` naming its line number.
     """
+    refuse_unless_a_file(path)
     lines = Path(path).read_text(encoding="utf-8", errors="replace").split("\n")
     last = len(lines) - 1
     found = False
@@ -165,6 +167,18 @@ def read_transcript(path: str | Path) -> Iterator[TurnEvent]:
         yield event
     if not found and any(line.strip() for line in lines):
         raise TranscriptDamaged(f"{path}:1: no event can be read from it")
+
+
+def refuse_unless_a_file(path: str | Path) -> None:
+    """A :class:`TranscriptDamaged` when ``path`` is there but not a regular file: a FIFO
+    would block the reader for ever, a folder cannot be read. One that cannot be looked
+    at is left for opening it to report."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return
+    if not stat.S_ISREG(mode):
+        raise TranscriptDamaged(f"{path}: not a regular file (a FIFO, a folder, a device)")
 
 
 def _starts_a_record(line: str) -> bool:

@@ -311,9 +311,9 @@ class RecordedTool:
 
     Refusals, turn-ending answers (a question nobody answered) and the ``ask`` tool
     always come from the recording, and so do calls that never finished there (the
-    replay stops at them). Other calls run for real, or, with
-    ``answer_from_recording``, return the recorded result when the tool touches the
-    machine.
+    replay stops at them; one that finished before a kill took its result goes on).
+    Other calls run for real, or, with ``answer_from_recording``, return the recorded
+    result when the tool touches the machine.
     """
 
     def __init__(
@@ -354,6 +354,12 @@ class RecordedTool:
         if result is None or result.interrupted:
             if not recorded.started and outcome is not None and outcome.kind is OutcomeKind.BLOCKED:
                 return EndTurn(NeedsApproval(outcome.detail))
+            if recorded.status not in ("", "interrupted"):
+                # It finished, but the kill took the results of its whole batch: it
+                # goes on, so that the calls after it (a sub-agent's requests) replay.
+                if self.answer_from_recording and self.access != "none":
+                    return ToolResult(result.text if result else "", True, recorded.status)
+                return await self.tool.run(arguments, context)
             if recorded.conversation.ending != DEADLINE and self.on_cut is not None:
                 self.on_cut()
             await asyncio.get_running_loop().create_future()  # until the stop cancels it

@@ -71,7 +71,13 @@ def record_to_event(record: Mapping[str, Any]) -> TurnEvent:
     if kind is None:
         raise ValueError(f"unknown event type {record.get('type')!r}")
     fields = {k: v for k, v in record.items() if k != "type"}
-    return typing.cast(TurnEvent, _build(kind, fields, NAME_OF_EVENT[kind]))
+    event = typing.cast(TurnEvent, _build(kind, fields, NAME_OF_EVENT[kind]))
+    if isinstance(event, events.ContextPruned) and len(event.positions) != len(event.results):
+        # Each stub goes in its place: a record that pairs them otherwise was edited.
+        raise ValueError(
+            f"context_pruned: {len(event.positions)} positions for {len(event.results)} results"
+        )
+    return event
 
 
 def _kind_of(value: Any) -> str:

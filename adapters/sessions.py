@@ -26,16 +26,26 @@ import fcntl
 import json
 import logging
 import os
+import stat
 import typing
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-from treadle.adapters.jsonl_transcript import JsonlTranscript, read_transcript
+from treadle.adapters.jsonl_transcript import (
+    JsonlTranscript,
+    read_transcript,
+    refuse_unless_a_file,
+)
 from treadle.domain.rules.context_window import ContextState, window_of
 from treadle.domain.rules.history import History
-from treadle.domain.rules.resume import rebuild_context, rebuild_history, repaired_messages
+from treadle.domain.rules.resume import (
+    rebuild_context,
+    rebuild_history,
+    repaired_messages,
+    subagents_started,
+)
 from treadle.domain.values.conversation import Usage
 from treadle.domain.values.events import (
     MessageAdded,
@@ -279,6 +289,8 @@ def _starts_whole(path: Path) -> bool:
     """Whether a transcript's head reads like records: not NUL bytes, not another file
     (a quick look, so that a listing need not read every transcript whole)."""
     try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return False  # a FIFO would block the listing
         with path.open("rb") as file:
             head = file.read(4096)
     except FileNotFoundError:
@@ -318,6 +330,9 @@ def summarize(events: Iterable[TurnEvent]) -> TranscriptSummary:
 def read_meta(folder: Path) -> SessionMeta:
     """The record in ``folder``; rebuilt from the transcript when it is missing or not JSON,
     :class:`MetaDamaged` when a field has the wrong type."""
+    with contextlib.suppress(OSError):
+        if not stat.S_ISREG(os.stat(folder / META).st_mode):
+            raise MetaDamaged(f"{folder / META}: not a regular file (a FIFO, a folder)")
     try:
         text = (folder / META).read_text(encoding="utf-8")
         data = json.loads(text)
@@ -458,6 +473,7 @@ class SessionLog:
         transcript stays the whole conversation.
         """
         path = self.transcript.path
+        refuse_unless_a_file(path)
         if not path.is_file() or path.stat().st_size == 0:
             return None
         events = self._recorded = list(read_transcript(path))
@@ -469,6 +485,11 @@ class SessionLog:
         """What the accounting of the conversation :meth:`conversation_so_far` rebuilt
         knew, and the window the session last kept to."""
         return rebuild_context(self._recorded, history), window_of(self._recorded)
+
+    def subagents_so_far(self) -> int:
+        """The number of the last sub-agent the conversation :meth:`conversation_so_far`
+        rebuilt started (0 for none)."""
+        return subagents_started(self._recorded)
 
     def _save(self, **changes: object) -> None:
         self.meta = dataclasses.replace(self.meta, updated=now_text(), **changes)  # type: ignore[arg-type]

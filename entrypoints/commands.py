@@ -25,7 +25,7 @@ from treadle.adapters.replay_model import Divergence, Recording, ReplayModel, re
 from treadle.domain.loop.stop import StopSignal
 from treadle.domain.loop.turn import Agent
 from treadle.domain.rules.context_window import window_of
-from treadle.domain.rules.resume import rebuild_context, rebuild_history
+from treadle.domain.rules.resume import rebuild_context, rebuild_history, subagents_started
 from treadle.domain.values.conversation import Message
 from treadle.domain.values.text import one_line
 from treadle.entrypoints.config import AppConfig, ConfigError, check_value
@@ -346,7 +346,9 @@ async def replay_turns(
                 difference = first_difference(agent.history.messages, expected.messages, normalize)
                 if difference:
                     return Divergence(model.requests, "", f"after turn {index}: {difference}")
-            agent.resume_from(expected, rebuild_context(before, expected))
+            agent.resume_from(
+                expected, rebuild_context(before, expected), subagents_started(before)
+            )
             agent.window.window = window_of(before)
         model.start_turn(index)
         turn_stop.signal = StopSignal()

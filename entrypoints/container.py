@@ -57,6 +57,7 @@ from treadle.entrypoints.wiring import (
     open_session_log,
     open_transcript,
     read_project_instructions,
+    subagents_so_far,
 )
 from treadle.ports.clock import Clock
 from treadle.ports.model import Model, ModelServer
@@ -122,6 +123,9 @@ class Container(containers.DeclarativeContainer):
     resumed: providers.Provider[tuple[ContextState, ContextWindow | None]] = providers.Singleton(
         context_so_far, transcript, history
     )
+    subagents_started: providers.Provider[int] = providers.Singleton(
+        subagents_so_far, transcript, history
+    )
     server: providers.Provider[ModelServer | None] = providers.Singleton(build_server, model)
     mcp_servers: providers.Resource[McpServers | None] = providers.Resource(
         open_mcp_servers, app, session_dir, redactor
@@ -144,7 +148,7 @@ class Container(containers.DeclarativeContainer):
         server=server,
     )
     agent: providers.Provider[Agent] = providers.Singleton(
-        build_agent, ports, settings, tools, history, leave_now, resumed
+        build_agent, ports, settings, tools, history, leave_now, resumed, subagents_started
     )
 
     # treadle batch (issue 13): the engine that runs the turns, RESULTS, the progress.

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
 from treadle.adapters.instructions import ProjectInstructions, read_instructions
-from treadle.adapters.jsonl_transcript import JsonlTranscript
+from treadle.adapters.jsonl_transcript import JsonlTranscript, refuse_unless_a_file
 from treadle.adapters.plain_terminal import JsonLinesTerminal, PlainTerminal
 from treadle.adapters.redact import Redactor
 from treadle.adapters.session_log import LOG_FILE, session_log
@@ -303,6 +303,7 @@ def open_transcript(
         return
     folder = Path(session_dir)
     lock = SessionLock(folder)
+    refuse_unless_a_file(folder / TRANSCRIPT)  # a FIFO would block its opening for ever
     try:
         folder.mkdir(parents=True, exist_ok=True)
         lock.acquire()
@@ -352,6 +353,12 @@ def context_so_far(
     if log is None:
         return ContextState(messages=len(history)), None
     return log.context_so_far(history)
+
+
+def subagents_so_far(log: SessionLog | None, history: History) -> int:
+    """The number of the last sub-agent a continued session started (its next is
+    numbered after it); 0 when new. ``history`` is rebuilt first, reading the record."""
+    return log.subagents_so_far() if log is not None else 0
 
 
 def build_settings(
@@ -414,11 +421,18 @@ def build_agent(
     history: History,
     leave: LeaveNow,
     resumed: tuple[ContextState, ContextWindow | None],
+    subagents_started: int = 0,
 ) -> Agent:
     """The session's agent; a second Ctrl-C records its running turn as paused."""
     state, window = resumed
     agent = Agent(
-        ports, settings, tools, history=history, context=state, window=SharedWindow(window)
+        ports,
+        settings,
+        tools,
+        history=history,
+        context=state,
+        window=SharedWindow(window),
+        subagents_started=subagents_started,
     )
     leave.agent = agent
     return agent

@@ -62,12 +62,18 @@ class AgentTool:
         add_usage: Callable[[Usage], None],
         *,
         max_depth: int = 3,
+        started: int = 0,
     ) -> None:
         self._spawn = spawn
         self._clocks = clocks
         self._add_usage = add_usage
         self._max_depth = max_depth
-        self._started = 0
+        self._started = started
+        """The number of the last sub-agent started (a continued session's, at first)."""
+
+    def restart(self, started: int) -> None:
+        """Number the next sub-agent after ``started`` (a session continued from its record)."""
+        self._started = started
 
     def describe(self, arguments: Mapping[str, Any]) -> str:
         task = str(arguments.get("task", "")).strip()

@@ -92,7 +92,9 @@ class Agent:
     added unless ``subagents`` is False (or a tool of that name is given). Sub-agents
     share the ports and the context window, manage their own conversations within it,
     and add their tokens to this agent's turn. A resumed conversation comes with what
-    its accounting knew (``context``, folded from its transcript) and the window.
+    its accounting knew (``context``, folded from its transcript) and the window, and
+    the number of the last sub-agent it started (``subagents_started``): the next one
+    is numbered after it.
     """
 
     def __init__(
@@ -106,6 +108,7 @@ class Agent:
         subagents: bool = True,
         context: ContextState | None = None,
         window: SharedWindow | None = None,
+        subagents_started: int = 0,
     ) -> None:
         self.ports = ports
         self.settings = settings or TurnSettings()
@@ -123,6 +126,7 @@ class Agent:
                 self.settings.subagents,
                 self.add_usage,
                 max_depth=self.settings.subagent_depth,
+                started=subagents_started,
             )
         self._allowed = set(self.settings.allowed_prefixes)
         self.responder = Responder(
@@ -161,12 +165,18 @@ class Agent:
         """A sub-agent with this agent's ports, settings, tools and window."""
         return Agent(self.ports, self.settings, self.base_tools, name=name, window=self.window)
 
-    def resume_from(self, history: History, context: ContextState) -> None:
-        """Go on from a conversation rebuilt from a transcript, and what its accounting
-        knew then (a replay does this between the turns it plays)."""
+    def resume_from(
+        self, history: History, context: ContextState, subagents_started: int | None = None
+    ) -> None:
+        """Go on from a conversation rebuilt from a transcript, what its accounting knew
+        then, and the number of its last sub-agent (a replay does this between the turns
+        it plays)."""
         history.listener = self.history.listener
         self.history = history
         self.responder.context.restart(context)
+        tool = self.tools.get(AgentTool.spec.name)
+        if subagents_started is not None and isinstance(tool, AgentTool):
+            tool.restart(subagents_started)
 
     def add_usage(self, usage: Usage) -> None:
         """Tokens spent on this agent's behalf (by a sub-agent) count in its turn."""

@@ -32,6 +32,7 @@ from treadle.domain.values.events import (
     MessageAdded,
     RequestSent,
     ResponseReceived,
+    SubAgentStarted,
     TurnEnded,
     TurnEvent,
     TurnStarted,
@@ -68,6 +69,23 @@ def rebuild_context(events: Iterable[TurnEvent], history: History, agent: str = 
         if event.agent == agent:
             state = fold(state, event)
     return replace(state, messages=len(history), pending=None, compacting=False)
+
+
+def subagents_started(events: Iterable[TurnEvent], agent: str = "") -> int:
+    """The highest number among the sub-agents ``agent`` started (``agent-3``: 3).
+
+    A continued session numbers its next one after it, as one process does from turn
+    to turn: names stay unique in the transcript, which tells conversations apart by
+    them (and a replay, one process, numbers them on).
+    """
+    prefix = f"{agent}/agent-" if agent else "agent-"
+    highest = 0
+    for event in events:
+        if isinstance(event, SubAgentStarted) and event.agent == agent:
+            number = event.name.removeprefix(prefix)
+            if number != event.name and number.isascii() and number.isdigit() and len(number) < 10:
+                highest = max(highest, int(number))
+    return highest
 
 
 def _recorded_conversation(

@@ -5,13 +5,14 @@ from __future__ import annotations
 import pytest
 
 from treadle.domain.rules.history import INTERRUPTED_RESULT, History, is_sendable
-from treadle.domain.rules.resume import rebuild_history, repaired_messages
+from treadle.domain.rules.resume import rebuild_history, repaired_messages, subagents_started
 from treadle.domain.values.conversation import Message, ToolCall, Usage
 from treadle.domain.values.events import (
     AnswerDelta,
     MessageAdded,
     RequestSent,
     ResponseReceived,
+    SubAgentStarted,
     TurnEnded,
     TurnEvent,
     TurnStarted,
@@ -122,3 +123,16 @@ def test_repairs_are_exactly_what_the_recording_lacks() -> None:
     assert [m.tool_call_id for m in repairs] == ["c1", "c2"]
     # Recorded, the repairs make the transcript whole: rebuilding again adds nothing.
     assert repaired_messages(events + [MessageAdded(m) for m in repairs]) == []
+
+
+def test_the_last_sub_agent_number_is_read_from_the_main_agent_s_starts() -> None:
+    events = [
+        SubAgentStarted("agent-1", "a", 30.0, 600.0),
+        SubAgentStarted("agent-1/agent-7", "nested", 30.0, 600.0, agent="agent-1"),
+        SubAgentStarted("agent-3", "b", 30.0, 600.0),
+        SubAgentStarted("agent-" + "9" * 5000, "edited by hand", 30.0, 600.0),
+        SubAgentStarted("agent-²", "edited by hand", 30.0, 600.0),
+    ]
+    assert subagents_started(events) == 3
+    assert subagents_started(events, "agent-1") == 7
+    assert subagents_started([]) == 0

@@ -4,6 +4,7 @@ traceback; a folder that fills up mid-turn costs the rest of the record, not the
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -108,6 +109,10 @@ BAD_TRANSCRIPTS = {
         f'{FIRST}\n{{"type": "request_sent", "number": {"9" * 5000}, "attempt": 1,'
         ' "max_tokens": 1, "message_count": 1, "digest": "", "agent": ""}\n'
     ),
+    "stubs that do not match their places": (
+        f'{FIRST}\n{{"type": "context_pruned", "tokens_before": 9, "tokens_after": 5,'
+        ' "window": 100, "positions": [1, 2], "results": [], "agent": ""}\n'
+    ),
     "a number too large for a float": (
         f'{FIRST}\n{{"type": "turn_ended", "outcome": {{"kind": "paused"}},'
         f' "usage": {{}}, "requests": 0, "elapsed": 1{"0" * 400}, "agent": ""}}\n'
@@ -144,6 +149,24 @@ def test_a_transcript_of_nul_bytes_is_refused_not_resumed_empty(tmp_path: Path) 
     listed = run_treadle("sessions", cwd=tmp_path, env=env)
 
     one_clear_line(resumed, "transcript.jsonl:1:")
+    assert "damaged" in listed.stdout.splitlines()[1].split()
+
+
+@pytest.mark.parametrize("kind", ["fifo", "folder"])
+def test_a_transcript_that_is_no_file_is_refused_and_listed_damaged_never_waited_on(
+    tmp_path: Path, kind: str
+) -> None:
+    path, env = a_session(tmp_path, b"")
+    path.unlink()
+    if kind == "fifo":
+        os.mkfifo(path)  # opened, it would wait for a writer for ever
+    else:
+        path.mkdir()
+
+    resumed = run_treadle("--resume", "s1", "--print", "go on", cwd=tmp_path, env=env)
+    listed = run_treadle("sessions", cwd=tmp_path, env=env)
+
+    one_clear_line(resumed, "not a regular file")
     assert "damaged" in listed.stdout.splitlines()[1].split()
 
 

@@ -148,3 +148,39 @@ def test_a_cut_output_saved_to_a_file_replays_with_real_tools_and_no_divergence(
     result = run_treadle("replay", session.name, "--check", cwd=work, env=env, timeout=120)
     assert result.returncode == 0, result.stdout + result.stderr
     assert result.stdout.startswith("replay: 2 requests, no divergence")
+
+
+def test_a_resumed_session_numbers_its_sub_agents_after_the_recorded_ones(tmp_path: Path) -> None:
+    # Each process used to number its sub-agents from agent-1, so a resumed session held
+    # two agent-1s; the replay (one process) names the second agent-2, and its calls
+    # were not found in the recording.
+    work = tmp_path / "work"
+    work.mkdir()
+    env = bare_env(tmp_path)
+    for number, flags in ((1, ["--session-id", "s"]), (2, ["--resume", "s"])):
+        script = {
+            "responses": [
+                {"tool_calls": [{"name": "agent", "arguments": {"task": f"sub {number}"}}]},
+                {"text": "done"},
+            ],
+            "agents": {
+                f"sub {number}": [
+                    {"tool_calls": [{"name": "bash", "arguments": {"command": "echo x"}}]},
+                    {"text": f"report {number}"},
+                ]
+            },
+        }
+        (work / "script.json").write_text(json.dumps(script))
+        result = run_treadle(
+            "--model", "script:script.json", "--print", *flags, f"turn {number}", cwd=work, env=env
+        )
+        assert result.returncode == 0, result.stderr
+    transcript = tmp_path / "state" / "sessions" / "s" / "transcript.jsonl"
+    started = [
+        record["name"]
+        for record in map(json.loads, transcript.read_text().splitlines())
+        if record["type"] == "sub_agent_started"
+    ]
+    assert started == ["agent-1", "agent-2"]
+    result = run_treadle("replay", "s", "--check", "--recorded-tools", cwd=work, env=env)
+    assert result.returncode == 0, result.stdout + result.stderr

@@ -175,3 +175,40 @@ def test_killed_between_events(tmp_path: Path, after: int) -> None:
     process = place.start("--model", model, "--print", "step by step")
     kill_when(process, place, lambda lines: len(lines) >= after)
     resume_and_check(place)
+
+
+def test_a_session_killed_inside_a_sub_agent_replays_to_the_cut(tmp_path: Path) -> None:
+    # The kill takes the results of the whole batch: the bash call that finished before
+    # the sub-agent started ended with the interrupted result, and the replay stopped at
+    # it, so the sub-agent's recorded requests were never replayed (a divergence).
+    place = Place(tmp_path)
+    script = {
+        "responses": [
+            {
+                "tool_calls": [
+                    {"name": "bash", "arguments": {"command": "echo before"}},
+                    {"name": "agent", "arguments": {"task": "the sub-task"}},
+                ]
+            },
+            {"text": "done"},
+        ],
+        "agents": {
+            "the sub-task": [
+                {"tool_calls": [{"name": "bash", "arguments": {"command": "echo one"}}]},
+                {"tool_calls": [{"name": "bash", "arguments": {"command": "sleep 60"}}]},
+                {"text": "report"},
+            ]
+        },
+    }
+    (place.work / "script.json").write_text(json.dumps(script))
+    process = place.start("--model", "script:script.json", "--print", "a task")
+    kill_when(
+        process,
+        place,
+        lambda lines: "sleep 60" in "".join(line for line in lines if '"tool_started"' in line),
+    )
+    resume_and_check(place)
+    transcript = str(place.session() / "transcript.jsonl")
+    for flags in ([], ["--recorded-tools"]):
+        result = place.run("replay", transcript, "--check", *flags)
+        assert result.returncode == 0, result.stdout + result.stderr
