@@ -113,6 +113,9 @@ BAD_TRANSCRIPTS = {
         f'{FIRST}\n{{"type": "context_pruned", "tokens_before": 9, "tokens_after": 5,'
         ' "window": 100, "positions": [1, 2], "results": [], "agent": ""}\n'
     ),
+    "a window of no tokens": (
+        f'{FIRST}\n{{"type": "context_window_known", "window": 0, "origin": "x", "agent": ""}}\n'
+    ),
     "a number too large for a float": (
         f'{FIRST}\n{{"type": "turn_ended", "outcome": {{"kind": "paused"}},'
         f' "usage": {{}}, "requests": 0, "elapsed": 1{"0" * 400}, "agent": ""}}\n'
