@@ -116,10 +116,7 @@ def _open_closed_standard_streams() -> None:
         try:
             os.fstat(number)
         except OSError:
-            opened = os.open(os.devnull, os.O_RDWR)  # the lowest free number: this one
-            if opened != number:
-                os.dup2(opened, number)
-                os.close(opened)
+            os.open(os.devnull, os.O_RDWR)  # the lowest free number: this one
         if getattr(sys, name) is None:
             # Kept open for the life of the process, as the one Python would have made.
             setattr(sys, name, open(number, mode, encoding="utf-8", closefd=False))  # noqa: SIM115

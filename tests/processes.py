@@ -63,6 +63,19 @@ def treadle_env(home: Path | None = None, **extra: str) -> dict[str, str]:
     return env
 
 
+def bare_env(home: Path, **extra: str) -> dict[str, str]:
+    """A small environment of its own for treadle (PATH only of what this one has), its
+    state and configuration under ``home``: nothing of the caller's settings leaks in."""
+    return {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(home),
+        "PYTHONPATH": str(ROOT),
+        "TREADLE_STATE_DIR": str(home / "state"),
+        "TREADLE_CONFIG_DIR": str(home / "config"),
+        **extra,
+    }
+
+
 def run_treadle(
     *args: str, cwd: Path, env: Mapping[str, str], timeout: float = 60
 ) -> subprocess.CompletedProcess[str]:

@@ -9,16 +9,19 @@ Example::
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from pathlib import Path
 from typing import IO, Any
 
+from treadle.domain.rules.turn_report import tokens_by_kind
 from treadle.domain.values.batch import TaskResult
+from treadle.domain.values.conversation import Usage
 
-TOKEN_KINDS = ("input", "output", "cache_read", "cache_write", "reasoning")
-"""The kinds every line counts, 0 where the turn reported none (it was lost, or never
-started): a reader may take ``tokens["input"]`` of any line."""
+TOKEN_KINDS = tuple(tokens_by_kind(dataclasses.asdict(Usage())))
+"""The kinds every line counts (Usage's, named as ``--json`` names them), 0 where the
+turn reported none (lost, or never started): a reader may take ``tokens["input"]``."""
 
 
 def result_record(result: TaskResult) -> dict[str, Any]:

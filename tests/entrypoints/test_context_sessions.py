@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from dependency_injector import providers
 
-from tests.processes import ROOT
+from tests.processes import bare_env
 from treadle.adapters.fakes import (
     FakeClock,
     FakeRunner,
@@ -161,16 +161,6 @@ def record_session(tmp_path: Path) -> Path:
     return work
 
 
-def environment(tmp_path: Path) -> dict[str, str]:
-    return {
-        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-        "HOME": str(tmp_path),
-        "PYTHONPATH": str(ROOT),
-        "TREADLE_STATE_DIR": str(tmp_path / "state"),
-        "TREADLE_CONFIG_DIR": str(tmp_path / "config"),
-    }
-
-
 def treadle(work: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "treadle", *args],
@@ -186,7 +176,7 @@ def treadle(work: Path, env: dict[str, str], *args: str) -> subprocess.Completed
 @pytest.mark.slow
 def test_a_compacted_session_replays_with_check_and_no_divergence(tmp_path: Path) -> None:
     work = record_session(tmp_path)
-    env = environment(tmp_path)
+    env = bare_env(tmp_path)
     result = treadle(work, env, "--model", "script:script.json", "--json", TASK)
     assert result.returncode == 0, result.stderr
     records = [json.loads(line) for line in result.stdout.splitlines()]
@@ -211,7 +201,7 @@ def test_a_kill_during_a_compaction_leaves_a_session_that_resumes(tmp_path: Path
         {"text": ["## Task\n"] + ["still summarising "] * 50, "chunk_delay": 0.2}
     ]
     (work / "script.json").write_text(json.dumps(script))
-    env = environment(tmp_path)
+    env = bare_env(tmp_path)
     process = subprocess.Popen(
         [sys.executable, "-m", "treadle", "--model", "script:script.json", "--print", TASK],
         cwd=work,

@@ -3,26 +3,13 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
 
-from tests.processes import ROOT, run_treadle
+from tests.processes import bare_env, run_treadle
 
 pytestmark = pytest.mark.slow
-
-
-def bare_env(home: Path, **extra: str) -> dict[str, str]:
-    """A small environment for treadle, its state and configuration under ``home``."""
-    return {
-        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-        "HOME": str(home),
-        "PYTHONPATH": str(ROOT),
-        "TREADLE_STATE_DIR": str(home / "state"),
-        "TREADLE_CONFIG_DIR": str(home / "config"),
-        **extra,
-    }
 
 
 @pytest.fixture
