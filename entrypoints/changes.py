@@ -33,6 +33,7 @@ from treadle.adapters.checkpoints import (
     shadow_for,
 )
 from treadle.domain.values.text import one_line, printable, quoted_path
+from treadle.entrypoints.paths import state_dir
 
 Command = Callable[[], Awaitable[None]]
 T = TypeVar("T")
@@ -146,8 +147,6 @@ def run_change_command(args: argparse.Namespace, out: TextIO) -> int:
     undone all the same: the next undo goes a turn further back), 1 when there is
     nothing to undo, redo or compare with, or it failed (the reason on stderr), 2 when
     a turn is running in the folder."""
-    from treadle.entrypoints.session import state_dir
-
     workspace = os.path.realpath(args.workspace or os.getcwd())
     if not os.path.isdir(workspace):
         print(f"treadle: {workspace}: no such folder", file=sys.stderr)

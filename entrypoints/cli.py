@@ -157,7 +157,8 @@ def _stopped(command: str, json_lines: bool) -> int:
 
 def _bug_outside_a_turn(bug: Exception) -> int:
     """A bug where no turn can take it (start-up, a subcommand): one line on the screen,
-    the traceback in ``treadle-errors.log`` in the state folder, secrets redacted."""
+    the traceback in ``treadle.log`` in the state folder (a session's own is in its
+    folder), secrets redacted."""
     import logging
     import traceback
 
@@ -167,11 +168,10 @@ def _bug_outside_a_turn(bug: Exception) -> int:
     redact = Redactor.from_environ(os.environ).redact
     where = ""
     try:
-        from treadle.entrypoints.session import state_dir
+        from treadle.entrypoints.paths import outside_log_path
 
-        folder = state_dir()
-        folder.mkdir(parents=True, exist_ok=True)
-        path = folder / "treadle-errors.log"
+        path = outside_log_path()
+        path.parent.mkdir(parents=True, exist_ok=True)
         with path.open("a", encoding="utf-8", errors="backslashreplace") as log:
             log.write(redact(f"--- treadle {__version__}\n{traceback.format_exc()}\n"))
         where = f" (traceback in {path})"

@@ -29,6 +29,7 @@ from treadle.domain.rules.resume import rebuild_context, rebuild_history, subage
 from treadle.domain.values.conversation import Message
 from treadle.domain.values.text import one_line
 from treadle.entrypoints.config import AppConfig, ConfigError, check_value
+from treadle.entrypoints.paths import sessions_dir
 
 REPLAY_STOP = "the recording ends here"
 _TIMING = re.compile(r"\b\d+(?:\.\d+)? s\b")
@@ -101,9 +102,8 @@ def run_subcommand(argv: Sequence[str], out: TextIO | None = None) -> int:
 
 def list_sessions(out: TextIO) -> int:
     from treadle.adapters.sessions import SessionStore
-    from treadle.entrypoints.session import state_dir
 
-    store = SessionStore(state_dir() / "sessions")
+    store = SessionStore(sessions_dir())
     rows = store.rows()
     if not rows:
         print(f"No sessions yet in {store.root}", file=out)
@@ -242,9 +242,8 @@ def find_transcript(reference: str) -> Path:
     if path.is_file():
         return path
     from treadle.adapters.sessions import SessionNotFound, SessionStore
-    from treadle.entrypoints.session import state_dir
 
-    store = SessionStore(state_dir() / "sessions")
+    store = SessionStore(sessions_dir())
     try:
         return store.transcript_path(store.find(reference))
     except SessionNotFound:

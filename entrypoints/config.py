@@ -30,14 +30,18 @@ from typing import TYPE_CHECKING, Any, Literal
 from treadle.domain.rules.truncation import MIN_THINKING_BUDGET
 from treadle.domain.values.prices import Prices
 from treadle.domain.values.text import well_formed
+from treadle.entrypoints.paths import (
+    PATH_VARIABLES,
+    project_config_path,
+    trusted_folders_path,
+    user_config_path,
+)
 
 if TYPE_CHECKING:
     from treadle.adapters.mcp.config import McpServerConfig, TableProblem
 
 DEFAULT_MAX_TOKENS = 8192
 """The output budget when ``max_tokens`` is not set and the window is not known."""
-USER_FILE = "config.toml"
-PROJECT_FILE = ".treadle.toml"
 ENV_PREFIX = "TREADLE_"
 DEFAULT = "default"
 REASONING_EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh", "max")
@@ -273,7 +277,7 @@ RECORDED_SETTINGS = (
     "compact_at",
 )
 """What a session records of its configuration: what shapes its requests, for replay."""
-NOT_CONFIG_VARIABLES = frozenset({"TREADLE_STATE_DIR", "TREADLE_CONFIG_DIR"})
+NOT_CONFIG_VARIABLES = PATH_VARIABLES
 ENV_ALIASES = {"TREADLE_LOG": "log_level"}
 """Short names for keys, as people type them: ``TREADLE_LOG=debug``."""
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
@@ -473,29 +477,11 @@ def _shown(value: object) -> str:
 # Loading ---------------------------------------------------------------------------
 
 
-def user_config_path(environ: Mapping[str, str]) -> Path:
-    """``$TREADLE_CONFIG_DIR/config.toml``, else the platform's config folder."""
-    folder = environ.get("TREADLE_CONFIG_DIR")
-    if not folder:
-        import platformdirs
-
-        folder = platformdirs.user_config_dir("treadle")
-    return Path(folder) / USER_FILE
-
-
-def project_config_path(workspace: str) -> Path:
-    return Path(workspace) / PROJECT_FILE
-
-
 # Project trust (issue 15) -----------------------------------------------------------
 # A repository's .treadle.toml must not send the user's key to another server, name
 # another variable to send, let secrets or commands through, start tool servers, run
 # a scripted model without asking, or loosen the sandbox: those values count only in a
 # folder the user has trusted once.
-
-TRUST_FILE = "trusted-folders"
-"""In the user's config folder: the real paths of trusted folders, one a line."""
-
 
 BOUNDS = (
     "answer_limit",
@@ -527,10 +513,6 @@ def needs_trust(key: str, value: object) -> bool:
     if key in ("sandbox", "sandbox_writable"):  # issue 14: only ever tightened untrusted
         return key == "sandbox_writable" or value != "read-only"
     return key == "model" and isinstance(value, str) and value.startswith("script:")
-
-
-def trusted_folders_path(environ: Mapping[str, str]) -> Path:
-    return user_config_path(environ).parent / TRUST_FILE
 
 
 def is_trusted(workspace: str, environ: Mapping[str, str]) -> bool:

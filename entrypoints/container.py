@@ -38,6 +38,7 @@ from treadle.entrypoints.batch_wiring import (
 from treadle.entrypoints.config import AppConfig
 from treadle.entrypoints.injector import containers, providers
 from treadle.entrypoints.interrupts import LeaveNow
+from treadle.entrypoints.paths import state_dir
 from treadle.entrypoints.wiring import (
     HTTP_PROVIDERS,
     ModelNotConfigured,
@@ -175,8 +176,6 @@ def session_container(
     container.interactive.override(providers.Object(mode == "tty"))
     container.session_dir.override(providers.Object(session_dir))
     container.resume_hint.override(providers.Object(resume_hint))
-    from treadle.entrypoints.session import state_dir
-
     container.state_dir.override(providers.Object(str(state_dir())))
     return container
 

@@ -23,6 +23,7 @@ from treadle.domain.loop.turn import Agent
 from treadle.domain.values.outcome import NoModel, end_turn
 from treadle.entrypoints.config import AppConfig
 from treadle.entrypoints.interrupts import SignalPolicy
+from treadle.entrypoints.paths import state_dir
 
 if TYPE_CHECKING:
     from treadle.adapters.blessed_terminal import BlessedTerminal
@@ -172,7 +173,6 @@ def change_commands(
 ) -> dict[str, Callable[[], Awaitable[None]]]:
     """``/undo``, ``/redo`` and ``/diff``, their reports shown on ``terminal``."""
     from treadle.entrypoints.changes import Report, session_commands
-    from treadle.entrypoints.session import state_dir
 
     def show(report: Report) -> None:
         if report.diff:

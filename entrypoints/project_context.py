@@ -16,12 +16,8 @@ from typing import TYPE_CHECKING, TextIO
 from treadle.adapters.instructions import FILE_NAMES, InstructionFile, ProjectInstructions
 from treadle.adapters.mcp.servers import ServerStatus
 from treadle.adapters.mcp.tool import McpTool
-from treadle.entrypoints.config import (
-    AppConfig,
-    load_config,
-    project_config_path,
-    user_config_path,
-)
+from treadle.entrypoints.config import AppConfig, load_config
+from treadle.entrypoints.paths import project_config_path, user_config_path
 
 if TYPE_CHECKING:
     from treadle.entrypoints.container import Container

@@ -10,7 +10,6 @@ import os
 import re
 import sys
 import time
-from pathlib import Path
 
 from treadle.domain.loop.stop import StoppedFirst, StopSignal
 from treadle.domain.rules.resume import RESUME_MESSAGE
@@ -19,16 +18,9 @@ from treadle.domain.values.events import TurnEnded
 from treadle.domain.values.outcome import NoModel, Stopped, end_turn
 from treadle.domain.values.text import well_formed
 from treadle.entrypoints.config import AppConfig, ConfigError, load_config, settings_environment
+from treadle.entrypoints.paths import sessions_dir, state_dir
 
-
-def state_dir() -> Path:
-    """Where sessions live: ``TREADLE_STATE_DIR``, else the platform's state folder."""
-    override = os.environ.get("TREADLE_STATE_DIR")
-    if override:
-        return Path(override)
-    import platformdirs
-
-    return Path(platformdirs.user_state_dir("treadle"))
+__all__ = ["state_dir"]  # batch reads it here
 
 
 def new_session_id() -> str:
@@ -49,7 +41,7 @@ def chosen_session_id(args: argparse.Namespace) -> str:
         raise ConfigError(
             f"flag --session-id: {chosen!r} is not a session id (letters, digits, . _ -)"
         )
-    if (state_dir() / "sessions" / chosen).exists():
+    if (sessions_dir() / chosen).exists():
         raise ConfigError(
             f"flag --session-id: session {chosen} exists already (treadle --resume {chosen})"
         )
@@ -78,7 +70,7 @@ def open_session(args: argparse.Namespace) -> tuple[AppConfig, str, bool]:
         raise ConfigError("flags --resume and --session-id: give one (continue, or start anew)")
     if not getattr(args, "resume", None):
         return load_config(flags=flags, environ=os.environ), chosen_session_id(args), False
-    store = SessionStore(state_dir() / "sessions")
+    store = SessionStore(sessions_dir())
     session_id = store.find(args.resume)
     meta = store.meta(session_id)
     # Said early; the lock itself is taken when the session is opened, and only one wins.
@@ -142,7 +134,7 @@ def run_session(args: argparse.Namespace) -> int:
         from treadle.entrypoints.config import held_back_warning
 
         print(f"treadle: {held_back_warning(app)}", file=sys.stderr)
-    session_path = state_dir() / "sessions" / session_id
+    session_path = sessions_dir() / session_id
     # A command line's bytes that are not UTF-8 arrive as lone surrogates; made
     # well-formed here, they cannot break the transcript, the screen or a tool.
     task = well_formed(args.task) if args.task is not None else None

@@ -43,9 +43,9 @@ from treadle.entrypoints.config import (
     mcp_server_configs,
     model_prices,
     settings_environment,
-    user_config_path,
 )
 from treadle.entrypoints.interrupts import LeaveNow
+from treadle.entrypoints.paths import cache_dir, config_dir
 from treadle.ports.clock import Clock
 from treadle.ports.model import Model, ModelServer
 from treadle.ports.process import ProcessRunner
@@ -180,7 +180,7 @@ def build_sandbox(app: AppConfig, state_dir: str) -> Sandbox:
     from treadle.adapters.sandbox import Sandbox
 
     workspace = os.path.realpath(app.workspace)
-    cache = os.path.join(state_dir, "cache", workspace_key(workspace)) if state_dir else ""
+    cache = cache_dir(state_dir, workspace_key(workspace))
     mode = cast("SandboxMode", app.sandbox)
     explicit = app.origin("sandbox") != DEFAULT
     return Sandbox(mode, workspace, explicit=explicit, writable=app.sandbox_writable, cache=cache)
@@ -243,7 +243,7 @@ def read_project_instructions(app: AppConfig) -> ProjectInstructions:
         return ProjectInstructions()
     return read_instructions(
         app.workspace,
-        user_folder=str(user_config_path(os.environ).parent),
+        user_folder=str(config_dir(os.environ)),
         limit=app.project_instructions_limit,
     )
 

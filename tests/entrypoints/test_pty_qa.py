@@ -81,7 +81,7 @@ def test_a_turn_with_its_output_closed_runs_as_if_it_went_to_dev_null(
     [transcript] = (tmp_path / "state" / "sessions").glob("*/transcript.jsonl")
     ended = [line for line in transcript.read_text().splitlines() if "turn_ended" in line]
     assert len(ended) == 1 and json.loads(ended[0])["outcome"]["kind"] == "finished"
-    assert not list((tmp_path / "state").glob("treadle-errors.log"))
+    assert not list((tmp_path / "state").glob("treadle.log"))
 
 
 def on_one_cpu() -> None:
