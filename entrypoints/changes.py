@@ -33,6 +33,7 @@ from treadle.adapters.checkpoints import (
     shadow_for,
 )
 from treadle.domain.values.text import one_line, printable, quoted_path
+from treadle.entrypoints.config import USAGE_ERROR
 from treadle.entrypoints.paths import state_dir
 
 Command = Callable[[], Awaitable[None]]
@@ -150,12 +151,12 @@ def run_change_command(args: argparse.Namespace, out: TextIO) -> int:
     workspace = os.path.realpath(args.workspace or os.getcwd())
     if not os.path.isdir(workspace):
         print(f"treadle: {workspace}: no such folder", file=sys.stderr)
-        return 2
+        return USAGE_ERROR
     state = str(state_dir())
     busy = busy_with_a_turn(state, workspace, args.command) if args.command != "diff" else ""
     if busy:
         print(f"treadle: {busy}", file=sys.stderr)
-        return 2
+        return USAGE_ERROR
     shadow = shadow_for(state, workspace)
     action = {"undo": undo_last_turn, "redo": redo_last_undo, "diff": show_changes}
     report = action[args.command](shadow)

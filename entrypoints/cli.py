@@ -14,6 +14,7 @@ import sys
 from collections.abc import Sequence
 
 from treadle import __version__
+from treadle.entrypoints.providers import USAGES
 
 SUBCOMMANDS = (
     "replay",
@@ -39,9 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
         "treadle batch TASKS.jsonl",
     )
     parser.add_argument("task", nargs="?", help="the task for one turn (none: interactive)")
-    parser.add_argument(
-        "--model", help="PROVIDER:NAME (openai:gpt-4.1, openai-responses:…, anthropic:…) or demo"
-    )
+    parser.add_argument("--model", help=f"the model: {USAGES}")
     parser.add_argument("--base-url", help="the model server, e.g. http://127.0.0.1:11434/v1")
     parser.add_argument("--approval", choices=["ask", "auto", "read-only"])
     parser.add_argument("--workspace", help="the folder the tools work in (default: here)")

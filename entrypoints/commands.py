@@ -28,7 +28,7 @@ from treadle.domain.rules.context_window import window_of
 from treadle.domain.rules.resume import rebuild_context, rebuild_history, subagents_started
 from treadle.domain.values.conversation import Message
 from treadle.domain.values.text import one_line
-from treadle.entrypoints.config import AppConfig, ConfigError, check_value
+from treadle.entrypoints.config import USAGE_ERROR, AppConfig, ConfigError, check_value
 from treadle.entrypoints.paths import sessions_dir
 
 REPLAY_STOP = "the recording ends here"
@@ -94,7 +94,7 @@ def run_subcommand(argv: Sequence[str], out: TextIO | None = None) -> int:
         return asyncio.run(replay(args, out))
     except ConfigError as error:
         print(f"treadle: {error}", file=sys.stderr)
-        return 2
+        return USAGE_ERROR
 
 
 # sessions --------------------------------------------------------------------------
@@ -167,12 +167,8 @@ def in_force(app: AppConfig) -> list[str]:
     from treadle.domain.rules import context_window as rules
     from treadle.domain.values.model import ServerFacts
     from treadle.entrypoints.config import DEFAULT_MAX_TOKENS
-    from treadle.entrypoints.wiring import (
-        ModelNotConfigured,
-        build_model,
-        build_server,
-        context_settings,
-    )
+    from treadle.entrypoints.providers import ModelNotConfigured
+    from treadle.entrypoints.wiring import build_model, build_server, context_settings
 
     try:
         server = build_server(build_model(app, SystemClock()))
@@ -265,7 +261,7 @@ async def replay(args: argparse.Namespace, out: TextIO) -> int:
         recording = Recording(read_transcript(path))
     except (OSError, ValueError) as error:
         print(f"treadle: {path}: {error}", file=sys.stderr)
-        return 2
+        return USAGE_ERROR
     app = recorded_config(path)
     app = replace(app, approval="auto", workspace=args.workspace or os.getcwd())
     redactor = Redactor.from_environ(os.environ)

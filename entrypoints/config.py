@@ -36,6 +36,7 @@ from treadle.entrypoints.paths import (
     trusted_folders_path,
     user_config_path,
 )
+from treadle.entrypoints.providers import HTTP_PROVIDERS, USAGES, ModelNotConfigured, resolve
 
 if TYPE_CHECKING:
     from treadle.adapters.mcp.config import McpServerConfig, TableProblem
@@ -50,6 +51,11 @@ PRICE_KINDS = ("input", "output", "cache_read", "cache_write")
 
 class ConfigError(Exception):
     """A configuration that cannot be used; the message names where and which key."""
+
+
+USAGE_ERROR = 2
+"""The exit code of a command line or a configuration that cannot be used (a turn's
+own codes are the outcomes'; 3, blocked, stays for a key the server rejects)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,12 +163,8 @@ class Key:
 
 
 KEYS: dict[str, Key] = {
-    "model": Key("text", "PROVIDER:NAME (openai:gpt-4.1, anthropic:…), demo or script:PATH"),
-    "provider": Key(
-        "choice",
-        "the provider when model is a bare name",
-        choices=("openai", "openai-responses", "anthropic"),
-    ),
+    "model": Key("text", f"PROVIDER:NAME: {USAGES}"),
+    "provider": Key("choice", "the provider when model is a bare name", choices=HTTP_PROVIDERS),
     "base_url": Key("url", "the model server, e.g. http://127.0.0.1:11434/v1"),
     "key_env": Key("env_name", "the environment variable that holds the API key"),
     "max_tokens": Key("whole", "the output budget of a request", minimum=1),
@@ -350,18 +352,14 @@ def _check_url(url: str) -> None:
             raise ValueError(f"{problem} ({error})") from None
 
 
-MODEL_PROVIDERS = ("openai", "openai-responses", "anthropic", "script")
-
-
 def _check_model(model: str) -> None:
-    """``demo``, ``PROVIDER:NAME`` or a bare name; anything else cannot be started."""
-    provider, colon, name = model.partition(":")
-    if not colon or (provider in MODEL_PROVIDERS and name):
-        return
-    raise ValueError(
-        f"unknown model {_shown(model)}: use openai:NAME, openai-responses:NAME, anthropic:NAME, "
-        "demo or script:PATH"
-    )
+    """``PROVIDER:NAME`` of a provider's row; a bare name is checked once ``provider``
+    has had its say (:func:`_combined`)."""
+    if ":" in model:
+        try:
+            resolve(model)
+        except ModelNotConfigured as problem:
+            raise ValueError(str(problem)) from None
 
 
 def _check_servers(value: object) -> dict[str, dict[str, Any]]:
@@ -699,7 +697,12 @@ def _combined(app: AppConfig) -> AppConfig:
                 "(input and output are needed; the cache prices default to input)"
             )
     if app.provider and app.model and ":" not in app.model and app.model != "demo":
-        return replace(app, model=f"{app.provider}:{app.model}")
+        app = replace(app, model=f"{app.provider}:{app.model}")
+    if app.model:
+        try:
+            resolve(app.model)
+        except ModelNotConfigured as problem:
+            raise ConfigError(f"{app.origin('model')}: model: {problem}") from None
     return app
 
 
@@ -769,13 +772,10 @@ def _value_text(key: str, value: object) -> str:
 
 
 def _default_key_env(model: str) -> str:
-    provider = model.partition(":")[0]
-    keys = {
-        "openai": "OPENAI_API_KEY",
-        "openai-responses": "OPENAI_API_KEY",
-        "anthropic": "ANTHROPIC_API_KEY",
-    }
-    return keys.get(provider, "")
+    try:
+        return resolve(model)[0].key_env
+    except ModelNotConfigured:
+        return ""
 
 
 def model_prices(app: AppConfig) -> Prices | None:

@@ -39,9 +39,8 @@ from treadle.entrypoints.config import AppConfig
 from treadle.entrypoints.injector import containers, providers
 from treadle.entrypoints.interrupts import LeaveNow
 from treadle.entrypoints.paths import state_dir
+from treadle.entrypoints.providers import HTTP_PROVIDERS, ModelNotConfigured
 from treadle.entrypoints.wiring import (
-    HTTP_PROVIDERS,
-    ModelNotConfigured,
     build_agent,
     build_model,
     build_redactor,

@@ -21,7 +21,7 @@ from treadle import __version__
 from treadle.domain.loop.stop import StopSignal
 from treadle.domain.loop.turn import Agent
 from treadle.domain.values.outcome import NoModel, end_turn
-from treadle.entrypoints.config import AppConfig
+from treadle.entrypoints.config import USAGE_ERROR, AppConfig
 from treadle.entrypoints.interrupts import SignalPolicy
 from treadle.entrypoints.paths import state_dir
 
@@ -157,7 +157,7 @@ async def _session(
             return outcome.exit_code
         except unusable_session() as error:
             print(refusal(error, session_id), file=sys.stderr)
-            return 2
+            return USAGE_ERROR
         collect_from_now_on()
         terminal.note(greeting)
         terminal.open_session()

@@ -17,8 +17,15 @@ from treadle.domain.values.conversation import Usage
 from treadle.domain.values.events import TurnEnded
 from treadle.domain.values.outcome import NoModel, Stopped, end_turn
 from treadle.domain.values.text import well_formed
-from treadle.entrypoints.config import AppConfig, ConfigError, load_config, settings_environment
+from treadle.entrypoints.config import (
+    USAGE_ERROR,
+    AppConfig,
+    ConfigError,
+    load_config,
+    settings_environment,
+)
 from treadle.entrypoints.paths import sessions_dir, state_dir
+from treadle.entrypoints.providers import key_needed
 
 __all__ = ["state_dir"]  # batch reads it here
 
@@ -118,6 +125,17 @@ def refusal(error: Exception, session_id: str) -> str:
     return f"treadle: {error}"
 
 
+def missing_key(app: AppConfig) -> str:
+    """The line for a hosted model whose key is not set, said before any session or turn
+    is made; "" when there is a key, or the server needs none."""
+    variable = key_needed(app.model, app.base_url, app.key_env, os.environ)
+    if not variable:
+        return ""
+    return (
+        f"no API key for {app.model}: set {variable} (or --base-url, for a server that needs none)"
+    )
+
+
 def run_session(args: argparse.Namespace) -> int:
     from treadle.adapters.sessions import MetaDamaged, SessionBusy, SessionNotFound
 
@@ -129,11 +147,15 @@ def run_session(args: argparse.Namespace) -> int:
 
         redact = Redactor.from_environ(settings_environment(os.environ)).redact
         print(f"treadle: {redact(str(error))}", file=sys.stderr)
-        return 2
+        return USAGE_ERROR
     if app.held_back:
         from treadle.entrypoints.config import held_back_warning
 
         print(f"treadle: {held_back_warning(app)}", file=sys.stderr)
+    missing = missing_key(app)
+    if missing:
+        print(f"treadle: {missing}", file=sys.stderr)
+        return USAGE_ERROR
     session_path = sessions_dir() / session_id
     # A command line's bytes that are not UTF-8 arrive as lone surrogates; made
     # well-formed here, they cannot break the transcript, the screen or a tool.
@@ -153,11 +175,11 @@ def run_session(args: argparse.Namespace) -> int:
                 "treadle: --print and --json need a task (an argument, or on stdin)",
                 file=sys.stderr,
             )
-            return 2
+            return USAGE_ERROR
         task = _read_stdin()
         if not task:
             print("treadle: no task given", file=sys.stderr)
-            return 2
+            return USAGE_ERROR
     mode = "json" if args.json else "tty" if tty else "plain"
     return asyncio.run(_one_turn(app, task, mode, str(session_path), session_id, verbose))
 
@@ -211,7 +233,7 @@ async def _one_turn(
             return outcome.exit_code
         except unusable_session() as error:
             print(refusal(error, session_id), file=sys.stderr)
-            return 2
+            return USAGE_ERROR
         collect_from_now_on()
         if isinstance(agent, StoppedFirst):  # stopped while its MCP servers started
             outcome = end_turn(Stopped())

@@ -46,6 +46,7 @@ from treadle.entrypoints.config import (
 )
 from treadle.entrypoints.interrupts import LeaveNow
 from treadle.entrypoints.paths import cache_dir, config_dir
+from treadle.entrypoints.providers import ModelChoice, resolve
 from treadle.ports.clock import Clock
 from treadle.ports.model import Model, ModelServer
 from treadle.ports.process import ProcessRunner
@@ -57,90 +58,37 @@ if TYPE_CHECKING:
     from returns.result import Result
 
     from treadle.adapters.checkpoints import ShadowRepository
-    from treadle.adapters.http_model.endpoint import HttpModel
     from treadle.adapters.mcp.servers import McpServers
     from treadle.adapters.sandbox import Sandbox
     from treadle.domain.rules.sandbox import SandboxMode
     from treadle.domain.values.process import ProcessError, ProcessResult, ProcessSpec
 
 
-class ModelNotConfigured(Exception):
-    """No model, or one treadle does not know: the turn is blocked before it starts."""
-
-
-HTTP_PROVIDERS = ("openai", "openai-responses", "anthropic")
-
-
 def build_model(app: AppConfig, clock: Clock, session_id: str = "") -> Model:
-    """The model adapter ``app.model`` names: ``demo``, ``script:PATH``, ``openai:NAME``…
+    """The model adapter ``app.model`` names, built by its provider's row (see
+    :mod:`treadle.entrypoints.providers`); ``session_id`` keys OpenAI's prompt cache.
 
-    A bare name picks its provider: ``claude-…`` is Anthropic, anything else is
-    OpenAI-compatible (``--model qwen2.5-coder --base-url …`` for a local server).
-    ``openai:NAME`` speaks Chat Completions unless ``api = "responses"``;
-    ``openai-responses:NAME`` always speaks the Responses API. ``session_id`` keys
-    OpenAI's prompt cache.
+    ModelNotConfigured when no row takes the name, or its adapter cannot start.
     """
-    if not app.model:
-        raise ModelNotConfigured(
-            "no model configured: pass --model (openai:NAME, anthropic:NAME or demo)"
-        )
-    provider, _, name = app.model.partition(":")
-    if provider == "demo" and not name:
-        from treadle.adapters.demo import demo_model
-
-        return demo_model(clock)
-    if provider == "script" and name:
-        return _scripted_model(name, clock)
-    if provider in HTTP_PROVIDERS and name:
-        return _http_model(provider, name, app, session_id)
-    if not name and provider not in (*HTTP_PROVIDERS, "script"):
-        inferred = "anthropic" if provider.startswith("claude") else "openai"
-        return _http_model(inferred, provider, app, session_id)
-    raise ModelNotConfigured(
-        f"unknown model {app.model!r}: use openai:NAME, openai-responses:NAME, anthropic:NAME, "
-        "demo or script:PATH"
-    )
-
-
-def _scripted_model(path: str, clock: Clock) -> Model:
-    from treadle.adapters.fakes.model import ScriptedModel
-
-    try:
-        return ScriptedModel.from_json(path, clock)
-    except (OSError, ValueError, KeyError, TypeError, AttributeError) as error:
-        raise ModelNotConfigured(f"cannot load the script {path}: {error}") from None
-
-
-def _http_model(provider: str, name: str, app: AppConfig, session_id: str) -> Model:
-    adapter: type[HttpModel]
-    # Each protocol is imported only when it is the one used.
-    if provider == "openai-responses" or (provider == "openai" and app.api == "responses"):
-        from treadle.adapters.http_model.openai_responses import OpenAIResponsesModel as adapter
-    elif provider == "openai":
-        from treadle.adapters.http_model.openai_chat import OpenAIChatModel as adapter
-    else:
-        from treadle.adapters.http_model.anthropic import AnthropicModel as adapter
-    from treadle.adapters.http_model.endpoint import ModelOptions
-    from treadle.adapters.http_model.transport import StreamLimits
-
-    key_env = app.key_env or adapter.KEY_ENV
-    try:
-        return adapter(
-            model=name,
-            base_url=app.base_url or None,
-            api_key=os.environ.get(key_env) or None,
+    provider, name = resolve(app.model)
+    key_env = app.key_env or provider.key_env
+    return provider.build(
+        ModelChoice(
+            name=name,
+            clock=clock,
+            base_url=app.base_url,
+            api_key=(os.environ.get(key_env) or None) if key_env else None,
             key_env=key_env,
+            api=app.api,
             connect_timeout=app.connect_timeout,
             read_timeout=app.read_timeout,
-            limits=StreamLimits(app.answer_limit, app.event_limit),
-            options=ModelOptions(
-                effort=app.effort,
-                session=session_id,
-                reasoning_echo=app.reasoning_echo != "off",
-            ),
+            answer_limit=app.answer_limit,
+            event_limit=app.event_limit,
+            effort=app.effort,
+            session=session_id,
+            reasoning_echo=app.reasoning_echo != "off",
         )
-    except ValueError as error:  # checked in the configuration already; this is the last word
-        raise ModelNotConfigured(str(error)) from None
+    )
 
 
 def build_server(model: Model) -> ModelServer | None:

@@ -1,0 +1,205 @@
+"""The model providers, one row each: the only place a provider's name is spelled.
+
+The command line's ``--help``, the configuration's checks, ``treadle config`` and the
+wiring all read :data:`PROVIDERS`; adding a provider is adding a row::
+
+    provider, name = resolve("anthropic:claude-sonnet-4-5")
+    provider.key_env                     # 'ANTHROPIC_API_KEY'
+    resolve("claude-sonnet-4-5")[0].name # 'anthropic': the family names its provider
+
+Only the standard library is imported here: each row's adapter is imported by its
+``build`` when that provider is the one used.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
+
+if TYPE_CHECKING:
+    from treadle.adapters.http_model.endpoint import HttpModel
+    from treadle.ports.clock import Clock
+    from treadle.ports.model import Model
+
+
+class ModelNotConfigured(Exception):
+    """No model, or one treadle does not know: the turn is blocked before it starts."""
+
+
+@dataclass(frozen=True, slots=True)
+class ModelChoice:
+    """What a provider builds its adapter from: the name after the colon and what the
+    session's configuration says of the model and its server."""
+
+    name: str
+    clock: Clock
+    base_url: str = ""
+    api_key: str | None = None
+    key_env: str = ""
+    api: str = "chat"
+    connect_timeout: float = 10.0
+    read_timeout: float = 120.0
+    answer_limit: int = 64 << 20
+    event_limit: int = 16 << 20
+    effort: str = ""
+    session: str = ""
+    reasoning_echo: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class Provider:
+    """One way to reach a model: ``name:`` before the model's own name (``takes``:
+    NAME, PATH, or "" for a model named by the provider alone, as ``demo``)."""
+
+    name: str
+    build: Callable[[ModelChoice], Model]
+    about: str
+    takes: Literal["NAME", "PATH", ""] = "NAME"
+    key_env: str = ""
+    """The variable that holds the key for ``default_url`` ("": none is needed)."""
+    default_url: str = ""
+    """The hosted API, used when ``base_url`` is not set. The adapter asks a server at
+    another ``base_url`` for its window (llama.cpp's /props, /v1/models, Ollama,
+    LiteLLM); the hosted API is never asked, its window is the known models'."""
+    families: tuple[str, ...] = ()
+    """Bare model names this provider claims: ``claude`` claims ``claude-…``."""
+
+    @property
+    def usage(self) -> str:
+        """``openai:NAME``, ``script:PATH``, ``demo``."""
+        return f"{self.name}:{self.takes}" if self.takes else self.name
+
+    def claims(self, bare: str) -> bool:
+        return any(bare == family or bare.startswith(family + "-") for family in self.families)
+
+
+def _demo(choice: ModelChoice) -> Model:
+    from treadle.adapters.demo import demo_model
+
+    return demo_model(choice.clock)
+
+
+def _script(choice: ModelChoice) -> Model:
+    from treadle.adapters.fakes.model import ScriptedModel
+
+    try:
+        return ScriptedModel.from_json(choice.name, choice.clock)
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as error:
+        raise ModelNotConfigured(f"cannot load the script {choice.name}: {error}") from None
+
+
+def _openai(choice: ModelChoice) -> Model:
+    if choice.api == "responses":
+        return _openai_responses(choice)
+    from treadle.adapters.http_model.openai_chat import OpenAIChatModel
+
+    return _http(OpenAIChatModel, choice)
+
+
+def _openai_responses(choice: ModelChoice) -> Model:
+    from treadle.adapters.http_model.openai_responses import OpenAIResponsesModel
+
+    return _http(OpenAIResponsesModel, choice)
+
+
+def _anthropic(choice: ModelChoice) -> Model:
+    from treadle.adapters.http_model.anthropic import AnthropicModel
+
+    return _http(AnthropicModel, choice)
+
+
+def _http(adapter: type[HttpModel], choice: ModelChoice) -> Model:
+    from treadle.adapters.http_model.endpoint import ModelOptions
+    from treadle.adapters.http_model.transport import StreamLimits
+
+    try:
+        return adapter(
+            model=choice.name,
+            base_url=choice.base_url or None,
+            api_key=choice.api_key,
+            key_env=choice.key_env or None,
+            connect_timeout=choice.connect_timeout,
+            read_timeout=choice.read_timeout,
+            limits=StreamLimits(choice.answer_limit, choice.event_limit),
+            options=ModelOptions(
+                effort=choice.effort, session=choice.session, reasoning_echo=choice.reasoning_echo
+            ),
+        )
+    except ValueError as error:  # checked in the configuration already; this is the last word
+        raise ModelNotConfigured(str(error)) from None
+
+
+OPENAI_URL = "https://api.openai.com/v1"
+PROVIDERS: dict[str, Provider] = {
+    row.name: row
+    for row in (
+        Provider(
+            "openai",
+            _openai,
+            'Chat Completions (or the Responses API with api = "responses"); any '
+            "OpenAI-compatible server with --base-url",
+            key_env="OPENAI_API_KEY",
+            default_url=OPENAI_URL,
+            families=("gpt", "chatgpt", "o1", "o3", "o4", "codex"),
+        ),
+        Provider(
+            "openai-responses",
+            _openai_responses,
+            "OpenAI's Responses API",
+            key_env="OPENAI_API_KEY",
+            default_url=OPENAI_URL,
+        ),
+        Provider(
+            "anthropic",
+            _anthropic,
+            "Anthropic's Messages API",
+            key_env="ANTHROPIC_API_KEY",
+            default_url="https://api.anthropic.com",
+            families=("claude",),
+        ),
+        Provider("demo", _demo, "the built-in scripted model: no key, no network", takes=""),
+        Provider("script", _script, "a scripted model from a JSON file", takes="PATH"),
+    )
+}
+HTTP_PROVIDERS = tuple(name for name, row in PROVIDERS.items() if row.default_url)
+"""The providers that speak to a server: what ``provider`` may set for a bare name."""
+USAGES = ", ".join(row.usage for row in PROVIDERS.values())
+"""``openai:NAME, openai-responses:NAME, anthropic:NAME, demo, script:PATH``."""
+
+
+def resolve(model: str) -> tuple[Provider, str]:
+    """The provider ``model`` names and the model's own name; ModelNotConfigured for a
+    model no row takes (a bare name is taken by the provider whose family it is).
+
+    >>> resolve("openai:gpt-4.1")[1]
+    'gpt-4.1'
+    """
+    prefix, colon, name = model.partition(":")
+    row = PROVIDERS.get(prefix)
+    if row is not None and (bool(colon and name) if row.takes else not colon):
+        return row, name
+    if not colon:
+        for row in PROVIDERS.values():
+            if row.claims(model):
+                return row, model
+        raise ModelNotConfigured(
+            f"unknown model {model!r}: name its provider, one of {USAGES}"
+            if model
+            else f"no model configured: pass --model ({USAGES})"
+        )
+    raise ModelNotConfigured(f"unknown model {model!r}: use {USAGES}")
+
+
+def key_needed(model: str, base_url: str, key_env: str, environ: Mapping[str, str]) -> str:
+    """The variable to set when the model's hosted API needs a key and it is not set;
+    "" when all is well (a server at another ``base_url`` may need none)."""
+    try:
+        row, _ = resolve(model)
+    except ModelNotConfigured:
+        return ""
+    hosted = not base_url or base_url.rstrip("/") == row.default_url
+    variable = key_env or row.key_env
+    if not row.key_env or not hosted or environ.get(variable):
+        return ""
+    return variable
