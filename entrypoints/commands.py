@@ -59,7 +59,8 @@ def build_parser() -> argparse.ArgumentParser:
     context = commands.add_parser("context", help="the project instructions the model gets")
     context.add_argument("--workspace")
     trust = commands.add_parser(
-        "trust", help="let this folder's .treadle.toml set its server, key and approvals"
+        "trust",
+        help="let this folder's .treadle.toml, as it is now, set its server, key and approvals",
     )
     trust.add_argument("folder", nargs="?", default=".", help="the folder (default: here)")
     config.add_argument("--sandbox")
@@ -145,8 +146,9 @@ def show_config(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def trust(folder: str, out: TextIO) -> int:
-    """Trust ``folder``: its project file may set what could send the key elsewhere."""
-    from treadle.entrypoints.config import trust_folder
+    """Trust ``folder`` with its project file as it is now: the file may set what could
+    send the key elsewhere, until it changes."""
+    from treadle.entrypoints.trust import trust_folder
 
     if not os.path.isdir(folder):
         raise ConfigError(f"{folder}: no such folder")
@@ -155,7 +157,11 @@ def trust(folder: str, out: TextIO) -> int:
     except OSError as error:
         where = error.filename or "the config folder"
         raise ConfigError(f"cannot record the trust in {where}: {error.strerror}") from None
-    print(f"Trusted {os.path.realpath(folder)} (recorded in {record})", file=out)
+    print(
+        f"Trusted {os.path.realpath(folder)} with its .treadle.toml as it is now "
+        f"(recorded in {record}; a change to the file asks again)",
+        file=out,
+    )
     return 0
 
 

@@ -136,6 +136,19 @@ def missing_key(app: AppConfig) -> str:
     )
 
 
+def ready_to_start(app: AppConfig) -> bool:
+    """Say what the project file was not let set; whether the model can be asked (a
+    hosted model needs its key before any session or turn is made)."""
+    if app.held_back:
+        from treadle.entrypoints.trust import held_back_warning
+
+        print(f"treadle: {held_back_warning(app)}", file=sys.stderr)
+    missing = missing_key(app)
+    if missing:
+        print(f"treadle: {missing}", file=sys.stderr)
+    return not missing
+
+
 def run_session(args: argparse.Namespace) -> int:
     from treadle.adapters.sessions import MetaDamaged, SessionBusy, SessionNotFound
 
@@ -148,13 +161,7 @@ def run_session(args: argparse.Namespace) -> int:
         redact = Redactor.from_environ(settings_environment(os.environ)).redact
         print(f"treadle: {redact(str(error))}", file=sys.stderr)
         return USAGE_ERROR
-    if app.held_back:
-        from treadle.entrypoints.config import held_back_warning
-
-        print(f"treadle: {held_back_warning(app)}", file=sys.stderr)
-    missing = missing_key(app)
-    if missing:
-        print(f"treadle: {missing}", file=sys.stderr)
+    if not ready_to_start(app):
         return USAGE_ERROR
     session_path = sessions_dir() / session_id
     # A command line's bytes that are not UTF-8 arrive as lone surrogates; made

@@ -40,12 +40,17 @@ def load(
     project: str = "",
     env: dict[str, str] | None = None,
     flags: dict[str, Any] | None = None,
+    trusted: bool = False,
 ) -> AppConfig:
+    """The configuration of ``places`` with these files; ``trusted``: the user trusts
+    the workspace with its project file as written here."""
     user_dir, workspace, environ = places
     if user:
         (user_dir / "config.toml").write_text(user)
     if project:
         (workspace / ".treadle.toml").write_text(project)
+    if trusted:
+        trust_folder(str(workspace), environ)
     return load_config(flags=flags or {}, environ=environ | (env or {}), cwd=str(workspace))
 
 
@@ -168,9 +173,7 @@ def test_every_key_can_be_set_from_a_file(places: tuple[Path, Path, dict[str, st
             "output = 8.0",
         ]
     )
-    _, workspace, environ = places
-    trust_folder(str(workspace), environ)
-    app = load(places, project=toml)
+    app = load(places, project=toml, trusted=True)
     assert app.model == "openai:gpt-4.1"  # provider + a bare name
     assert (app.max_tokens, app.token_growth, app.max_tokens_cap) == (1000, 3.0, 5000)
     assert app.allowed_prefixes == ("git status",)
@@ -371,8 +374,8 @@ def test_server_tables_are_merged_key_by_key_across_the_layers(
 ) -> None:
     user = '[mcp_servers.time]\ncommand = "mcp-server-time"\nargs = ["--local-timezone", "UTC"]\n'
     project = "[mcp_servers.time]\nenabled = false\n[mcp_servers.web]\nurl = 'https://x.test/mcp'\n"
-    trust_folder(str(places[1]), places[2])  # a project's servers need trust (issue 15)
-    app = load(places, user=user, project=project)
+    # A project's servers need trust (issue 15).
+    app = load(places, user=user, project=project, trusted=True)
     [time, web] = mcp_server_configs(app)
     assert (time.command, time.args, time.enabled) == (
         "mcp-server-time",
@@ -412,6 +415,7 @@ def test_server_tables_are_merged_key_by_key_across_the_layers(
 def test_a_bad_server_table_names_the_file_and_the_key(
     places: tuple[Path, Path, dict[str, str]], table: str, problem: str
 ) -> None:
+    (places[1] / ".treadle.toml").write_text(table)
     trust_folder(str(places[1]), places[2])  # a project's servers need trust (issue 15)
     with pytest.raises(ConfigError) as raised:
         load(places, project=table)

@@ -1,0 +1,354 @@
+"""Checking configuration values: one key's value (:func:`check_value`), then the keys
+together once every layer has had its say (:func:`check_together`).
+
+A problem is a ValueError saying what is wrong with the value; the loader adds where it
+came from and which key, as a :class:`~treadle.entrypoints.config_schema.ConfigError`::
+
+    check_value("max_tokens", "8192", from_text=True)   # 8192
+    check_value("sandbox", "none")  # ValueError: must be one of workspace-write, …
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import math
+import re
+from collections.abc import Callable
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
+
+from treadle.domain.rules.truncation import MIN_THINKING_BUDGET
+from treadle.domain.values.text import well_formed
+from treadle.entrypoints.config_schema import (
+    DEFAULT_MAX_TOKENS,
+    KEYS,
+    PRICE_KINDS,
+    AppConfig,
+    ConfigError,
+    Key,
+    Kind,
+)
+from treadle.entrypoints.providers import ModelNotConfigured, resolve
+
+if TYPE_CHECKING:
+    from treadle.adapters.mcp.config import McpServerConfig, TableProblem
+
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+_SWITCH_WORDS = {"true": True, "1": True, "yes": True, "on": True}
+_SWITCH_WORDS |= {"false": False, "0": False, "no": False, "off": False}
+
+
+def check_value(key: str, value: object, *, from_text: bool = False) -> Any:
+    """``value`` as the key's type, or ValueError saying what is wrong with it.
+
+    ``from_text`` parses the strings of environment variables (``"8192"``, ``"a,b"``).
+    """
+    spec = KEYS[key]
+    if from_text and isinstance(value, str):
+        value = _parse_text(spec, value)
+    return _CHECKS[spec.kind](spec, value)
+
+
+# One check per kind ------------------------------------------------------------------
+
+
+def _check_switch(spec: Key, value: object) -> bool:
+    if not isinstance(value, bool):
+        raise ValueError(f"must be true or false, not {shown(value)}")
+    return value
+
+
+def _check_text(spec: Key, value: object) -> str:
+    if not isinstance(value, str):
+        raise ValueError(f"must be a string, not {shown(value)}")
+    if well_formed(value) != value:  # a command line's bytes that are not UTF-8
+        raise ValueError(f"must be text, not bytes that are not UTF-8: {shown(value)}")
+    return value
+
+
+def _check_url(spec: Key, value: object) -> str:
+    """An http:// or https:// address with a host and, if any, a port that can be."""
+    url = _check_text(spec, value)
+    if not url:
+        return url
+    problem = f"must be an http:// or https:// address with a host, not {shown(url)}"
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError as error:
+        raise ValueError(f"{problem} ({error})") from None
+    host = parts.hostname or ""
+    if parts.scheme not in ("http", "https") or not host or any(c.isspace() for c in url):
+        raise ValueError(problem)
+    if port == 0:
+        raise ValueError(f"{problem} (port 0)")
+    if host.replace(".", "").isdigit() or ":" in host:  # an address, not a name: a real one
+        try:
+            ipaddress.ip_address(host)
+        except ValueError as error:
+            raise ValueError(f"{problem} ({error})") from None
+    return url
+
+
+def _check_env_name(spec: Key, value: object) -> str:
+    name = _check_text(spec, value)
+    if name and not _ENV_NAME.match(name):
+        raise ValueError(f"must be an environment variable name, not {shown(name)}")
+    return name
+
+
+def _check_choice(spec: Key, value: object) -> str:
+    choice = _check_text(spec, value)
+    if choice not in spec.choices:
+        raise ValueError(f"must be one of {', '.join(spec.choices)}, not {shown(choice)}")
+    return choice
+
+
+def _check_model(spec: Key, value: object) -> str:
+    """``PROVIDER:NAME`` of a provider's row; a bare name is checked once ``provider``
+    has had its say (:func:`check_together`)."""
+    model = _check_text(spec, value)
+    if ":" in model:
+        try:
+            resolve(model)
+        except ModelNotConfigured as problem:
+            raise ValueError(str(problem)) from None
+    return model
+
+
+def _check_texts(spec: Key, value: object) -> tuple[str, ...]:
+    if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
+        raise ValueError(f"must be a list of strings, not {shown(value)}")
+    return tuple(value)
+
+
+def _check_env_names(spec: Key, value: object) -> tuple[str, ...]:
+    names = _check_texts(spec, value)
+    for name in names:
+        if not _ENV_NAME.match(name):
+            raise ValueError(f"{shown(name)} is not an environment variable name")
+    return names
+
+
+def _check_number(spec: Key, value: object) -> int | float:
+    whole = spec.kind == "whole"
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError(f"must be a {'whole number' if whole else 'number'}, not {shown(value)}")
+    if whole and not isinstance(value, int):
+        raise ValueError(f"must be a whole number, not {shown(value)}")
+    if not math.isfinite(value):
+        raise ValueError(f"must be a finite number, not {shown(value)}")
+    problem = _out_of_bounds(spec, value)
+    if problem:
+        raise ValueError(f"must be {problem}, not {shown(value)}")
+    return value if whole else float(value)
+
+
+def _out_of_bounds(spec: Key, value: float) -> str:
+    """What the value must be, when it is outside the key's bounds; "" when inside."""
+    low, high = spec.minimum, spec.maximum
+    if low is not None and spec.positive and value <= low:
+        return f"more than {low:g}"
+    if low is not None and not spec.positive and value < low:
+        return f"at least {low:g}"
+    if high is not None and value > high:
+        return f"at most {high:g}"
+    return ""
+
+
+def _check_servers(spec: Key, value: object) -> dict[str, dict[str, Any]]:
+    # The MCP client's modules are imported only when a server is configured.
+    from treadle.adapters.mcp.config import TableProblem, check_table
+
+    if not isinstance(value, dict):
+        raise ValueError(f"must be tables, [mcp_servers.NAME], not {shown(value)}")
+    servers = {}
+    for name, table in value.items():
+        try:
+            servers[name] = check_table(name, table)
+        except TableProblem as problem:
+            raise ValueError(table_problem(name, problem)) from None
+    return servers
+
+
+_PRICE = Key("number", "", minimum=0)
+
+
+def _check_prices(spec: Key, value: object) -> dict[str, dict[str, float]]:
+    """``{"MODEL": {"input": 3.0, "output": 15.0, …}}``, every price a number ≥ 0."""
+    if not isinstance(value, dict):
+        raise ValueError(f'must be tables, [prices."MODEL"], not {shown(value)}')
+    prices: dict[str, dict[str, float]] = {}
+    for model, table in value.items():
+        if not isinstance(table, dict):
+            raise ValueError(f"{shown(model)}: must be a table, not {shown(table)}")
+        unknown = sorted(set(table) - set(PRICE_KINDS))
+        if unknown:
+            raise ValueError(
+                f"{shown(model)}: unknown price {shown(unknown[0])} "
+                f"(the prices: {', '.join(PRICE_KINDS)})"
+            )
+        for kind, price in table.items():
+            try:
+                _check_number(_PRICE, price)
+            except ValueError as problem:
+                raise ValueError(f"{shown(model)}.{kind}: {problem}") from None
+        prices[model] = {kind: float(price) for kind, price in table.items()}
+    return prices
+
+
+_CHECKS: dict[Kind, Callable[[Key, object], Any]] = {
+    "switch": _check_switch,
+    "text": _check_text,
+    "model": _check_model,
+    "url": _check_url,
+    "env_name": _check_env_name,
+    "choice": _check_choice,
+    "whole": _check_number,
+    "number": _check_number,
+    "texts": _check_texts,
+    "env_names": _check_env_names,
+    "servers": _check_servers,
+    "prices": _check_prices,
+}
+
+
+# A variable's text as a value ------------------------------------------------------
+
+_FILES_ONLY = {
+    "servers": "can only be set in a file, as [mcp_servers.NAME] tables",
+    "prices": 'can only be set in a file, as [prices."MODEL"] tables',
+}
+
+
+def _parse_text(spec: Key, text: str) -> object:
+    text = text.strip()
+    if spec.kind in _FILES_ONLY:
+        raise ValueError(_FILES_ONLY[spec.kind])
+    if spec.kind == "switch":
+        if text.lower() not in _SWITCH_WORDS:
+            raise ValueError(f"must be true or false, not {shown(text)}")
+        return _SWITCH_WORDS[text.lower()]
+    if spec.kind in ("whole", "number"):
+        try:
+            return int(text) if spec.kind == "whole" else float(text)
+        except ValueError:
+            raise ValueError(f"must be a number, not {shown(text)}") from None
+    if spec.kind in ("texts", "env_names"):
+        return _parse_list(text)
+    return text
+
+
+def _parse_list(text: str) -> object:
+    if not text.startswith("["):
+        return [item.strip() for item in text.split(",") if item.strip()]
+    try:  # a JSON or TOML list, as in the files
+        parsed: object = json.loads(text)
+    except json.JSONDecodeError:
+        raise ValueError(f"must be a list of strings, not {shown(text)}") from None
+    return parsed
+
+
+def shown(value: object) -> str:
+    """A value as the configuration's files would spell it, for a problem's line."""
+    if isinstance(value, str):
+        return json.dumps(well_formed(value), ensure_ascii=False)
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, dict):
+        return "a table"
+    return repr(value)
+
+
+# The keys together -------------------------------------------------------------------
+
+
+def check_together(app: AppConfig) -> AppConfig:
+    """Checks across keys (ConfigError naming both origins), and ``provider`` + a bare
+    model name into ``PROVIDER:NAME``."""
+    for check in (_budgets, _servers, _thinking, _prices):
+        check(app)
+    if app.provider and app.model and ":" not in app.model and app.model != "demo":
+        app = replace(app, model=f"{app.provider}:{app.model}")
+    if app.model:
+        try:
+            resolve(app.model)
+        except ModelNotConfigured as problem:
+            raise ConfigError(f"{app.origin('model')}: model: {problem}") from None
+    return app
+
+
+def _max_tokens(app: AppConfig) -> int:
+    return app.max_tokens if app.max_tokens is not None else DEFAULT_MAX_TOKENS
+
+
+def _budgets(app: AppConfig) -> None:
+    max_tokens = _max_tokens(app)
+    if app.max_tokens_cap < max_tokens:
+        raise ConfigError(
+            f"{app.origin('max_tokens_cap')}: max_tokens_cap: {app.max_tokens_cap} is less than "
+            f"max_tokens {max_tokens} (from {app.origin('max_tokens')})"
+        )
+    if app.tool_timeout_max < app.tool_timeout:
+        raise ConfigError(
+            f"{app.origin('tool_timeout_max')}: tool_timeout_max: {app.tool_timeout_max:g} is "
+            f"less than tool_timeout {app.tool_timeout:g} (from {app.origin('tool_timeout')})"
+        )
+
+
+def _servers(app: AppConfig) -> None:
+    if not app.mcp_servers:
+        return
+    from treadle.adapters.mcp.config import TableProblem, server_config
+
+    for name, table in app.mcp_servers.items():
+        try:
+            server_config(name, table)
+        except TableProblem as problem:
+            origin = app.origin(f"mcp_servers.{name}")
+            raise ConfigError(f"{origin}: mcp_servers.{table_problem(name, problem)}") from None
+
+
+def _thinking(app: AppConfig) -> None:
+    max_tokens, budget, origin = (
+        _max_tokens(app),
+        app.thinking_budget,
+        app.origin("thinking_budget"),
+    )
+    if budget and budget >= max_tokens:
+        raise ConfigError(
+            f"{origin}: thinking_budget: {budget} is not less than max_tokens {max_tokens} "
+            f"(from {app.origin('max_tokens')}): the thinking counts inside the budget, and "
+            "the answer needs room too"
+        )
+    if 0 < budget < MIN_THINKING_BUDGET:
+        raise ConfigError(
+            f"{origin}: thinking_budget: {budget} is less than {MIN_THINKING_BUDGET}, the "
+            "least Anthropic takes (0 turns thinking off)"
+        )
+
+
+def _prices(app: AppConfig) -> None:
+    for model, table in app.prices.items():
+        missing = [kind for kind in ("input", "output") if kind not in table]
+        if missing:
+            raise ConfigError(
+                f"{app.origin('prices')}: prices.{shown(model)}: no {missing[0]} price "
+                "(input and output are needed; the cache prices default to input)"
+            )
+
+
+def table_problem(name: str, problem: TableProblem) -> str:
+    """``time.args: must be …``, said after ``mcp_servers``; the dot joins them."""
+    return f"{name}{'.' + problem.key if problem.key else ''}: {problem.problem}"
+
+
+def mcp_server_configs(app: AppConfig) -> tuple[McpServerConfig, ...]:
+    """The configured MCP servers, in the order their tables came."""
+    if not app.mcp_servers:
+        return ()
+    from treadle.adapters.mcp.config import server_config
+
+    return tuple(server_config(name, table) for name, table in app.mcp_servers.items())

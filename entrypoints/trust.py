@@ -1,0 +1,133 @@
+"""Project trust (issues 15 and 20): what a project's ``.treadle.toml`` may set.
+
+A repository's file must not send the user's key to another server, name another
+variable to send, let secrets or commands through, start tool servers, run a scripted
+model without asking, or loosen the sandbox: those values (each key's ``trust`` in
+:data:`~treadle.entrypoints.config_schema.KEYS`) count only in a folder the user has
+trusted — and only for the file's content the user trusted. ``treadle trust`` records
+the folder with a digest of its ``.treadle.toml``; a file changed since (by a command
+the agent ran, say) is held back as an untrusted one is, until trusted again::
+
+    trust_folder("/src/app", os.environ)        # records the file as it is now
+    trust_state("/src/app", content, environ)   # "trusted", "changed", …
+
+The record, ``trusted-folders`` in the user's config folder, has a line per folder:
+``sha256:HEX /real/path`` (``none`` for a folder with no file). A line of a path alone
+(written before the digests were) trusts no content: what its folder's file says may
+already be a command's, so the folder is asked again, once, by the same line.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+from treadle.entrypoints.config_schema import KEYS, AppConfig
+from treadle.entrypoints.paths import project_config_path, trusted_folders_path
+
+TrustState = Literal["trusted", "changed", "unrecorded", "untrusted"]
+NO_FILE = "none"
+HELD_BECAUSE: dict[TrustState, str] = {
+    "untrusted": "this folder is not trusted (a repository could send your key elsewhere)",
+    "changed": "the file changed since you trusted this folder (a command may have written it)",
+    "unrecorded": "this folder was trusted before treadle recorded what its file says",
+    "trusted": "",
+}
+
+
+def needs_trust(key: str, value: object) -> bool:
+    """Whether a project file may set ``key`` to ``value`` only in a trusted folder."""
+    spec = KEYS[key]
+    match spec.trust:
+        case "free":
+            return False
+        case "always":
+            return True
+        case "raise":
+            return isinstance(value, int | float) and value > getattr(AppConfig(), key)
+        case "unless":
+            return value not in spec.safe
+        case "starting":
+            return isinstance(value, str) and value.startswith(spec.risky)
+        case "enabled":
+            tables = value.values() if isinstance(value, Mapping) else ()
+            return any(dict(table).get("enabled", True) is not False for table in tables)
+
+
+def digest(content: bytes | None) -> str:
+    """What the record keeps of a project file's content (None: there is no file)."""
+    return NO_FILE if content is None else "sha256:" + hashlib.sha256(content).hexdigest()
+
+
+def _records(environ: Mapping[str, str]) -> dict[str, str]:
+    """Each trusted folder's real path and the digest it was trusted with ("" for a line
+    written before digests were)."""
+    try:
+        lines = trusted_folders_path(environ).read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError):
+        return {}
+    records = {}
+    for line in lines:
+        if line.startswith(os.sep):  # a path alone: trusted before its content was
+            records[line] = ""
+        elif " " in line:
+            recorded, _, path = line.partition(" ")
+            records[path] = recorded
+    return records
+
+
+def trust_state(workspace: str, content: bytes | None, environ: Mapping[str, str]) -> TrustState:
+    """Whether ``workspace`` is trusted for its project file's ``content``."""
+    recorded = _records(environ).get(os.path.realpath(workspace))
+    if recorded is None:
+        return "untrusted"
+    if not recorded:
+        return "unrecorded"
+    return "trusted" if recorded == digest(content) else "changed"
+
+
+def read_project_content(workspace: str) -> bytes | None:
+    """The project file's bytes as they are now; None when there is none (or it cannot
+    be read: then nothing of it is trusted)."""
+    try:
+        return project_config_path(workspace).read_bytes()
+    except OSError:
+        return None
+
+
+def trust_folder(workspace: str, environ: Mapping[str, str]) -> Path:
+    """Trust ``workspace``, its project file as it is now; the file that records it.
+    Raises OSError. An earlier line for the folder is replaced."""
+    path = trusted_folders_path(environ)
+    real = os.path.realpath(workspace)
+    kept = {folder: recorded for folder, recorded in _records(environ).items() if folder != real}
+    kept[real] = digest(read_project_content(workspace))
+    lines = [f"{recorded} {folder}" if recorded else folder for folder, recorded in kept.items()]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fresh = path.with_name(path.name + ".new")
+    fresh.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    os.replace(fresh, path)  # never half a record
+    return path
+
+
+def trusted_values(
+    values: dict[str, Any], state: TrustState
+) -> tuple[dict[str, Any], tuple[str, ...]]:
+    """The project file's values that count, and the keys held back."""
+    held = tuple(key for key, value in values.items() if needs_trust(key, value))
+    if not held or state == "trusted":
+        return values, ()
+    return {key: value for key, value in values.items() if key not in held}, held
+
+
+def held_back_warning(app: AppConfig) -> str:
+    """The line that says which project settings were left out, and how to let them in."""
+    project = project_config_path(app.workspace)
+    why = app.held_because or HELD_BECAUSE["untrusted"]
+    return (
+        f"{project} sets {', '.join(app.held_back)}: ignored, as {why}; if it is yours: "
+        f"treadle trust {os.path.realpath(app.workspace)}"
+    )
