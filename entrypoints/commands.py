@@ -133,8 +133,7 @@ def list_sessions(out: TextIO) -> int:
 
 
 def show_config(args: argparse.Namespace, out: TextIO) -> int:
-    from treadle.entrypoints.config import describe_config, load_config
-    from treadle.entrypoints.session import flag_values
+    from treadle.entrypoints.config import describe_config, flag_values, load_config
 
     app = load_config(flags=flag_values(args), environ=os.environ)
     for line in describe_config(app, os.environ, in_force(app)):

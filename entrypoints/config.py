@@ -64,6 +64,7 @@ __all__ = [  # what the rest of treadle reads of the configuration, from here
     "ConfigError",
     "check_value",
     "describe_config",
+    "flag_values",
     "held_back_warning",
     "load_config",
     "mcp_server_configs",
@@ -104,6 +105,16 @@ def load_config(
     if "workspace" not in app.origins:
         app = replace(app, workspace=workspace)
     return check_together(app)
+
+
+FLAGS = ("model", "base_url", "approval", "workspace", "sandbox")
+"""The command line's flags that are configuration keys."""
+
+
+def flag_values(args: object) -> dict[str, object]:
+    """The configuration flags an argparse namespace was given (for :func:`load_config`)."""
+    values = {key: getattr(args, key, None) for key in FLAGS}
+    return {key: value for key, value in values.items() if value is not None}
 
 
 def _workspace(

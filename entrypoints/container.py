@@ -16,12 +16,14 @@ with :func:`end_session`.
 
 from __future__ import annotations
 
+import gc
 import os
 from typing import TYPE_CHECKING
 
 from treadle.adapters.instructions import ProjectInstructions
+from treadle.adapters.jsonl_transcript import TranscriptDamaged
 from treadle.adapters.redact import RedactingTerminal, Redactor
-from treadle.adapters.sessions import SessionLog
+from treadle.adapters.sessions import MetaDamaged, SessionBusy, SessionLog, SessionUnusable
 from treadle.adapters.system_clock import SystemClock
 from treadle.domain.loop.settings import TurnSettings
 from treadle.domain.loop.turn import Agent, TurnPorts
@@ -78,9 +80,12 @@ __all__ = [
     "build_model",
     "build_redactor",
     "build_tools",
+    "collect_from_now_on",
     "end_session",
+    "refusal",
     "session_container",
     "start_session",
+    "unusable_session",
 ]
 
 
@@ -211,3 +216,22 @@ async def end_session(container: Container) -> None:
             await servers.close()
     finally:
         container.shutdown_resources()
+
+
+def collect_from_now_on() -> None:
+    """The session is built: what start-up made stays (frozen out of the collector's
+    way), and the cycle collector runs again for the turn (see cli.main)."""
+    gc.freeze()
+    gc.enable()
+
+
+def unusable_session() -> tuple[type[Exception], ...]:
+    """What opening a session may raise that is the user's to fix: one line, exit 2."""
+    return (TranscriptDamaged, MetaDamaged, SessionBusy, SessionUnusable)
+
+
+def refusal(error: Exception, session_id: str) -> str:
+    """The one line for a session that cannot be opened."""
+    if isinstance(error, ValueError):  # a damaged transcript or record
+        return f"treadle: cannot continue session {session_id}: {error}"
+    return f"treadle: {error}"

@@ -134,12 +134,14 @@ async def _session(
     from treadle.adapters.blessed_terminal import BlessedTerminal
     from treadle.entrypoints.container import (
         ModelNotConfigured,
+        collect_from_now_on,
         end_session,
+        refusal,
         session_container,
         start_session,
+        unusable_session,
     )
     from treadle.entrypoints.injector import providers
-    from treadle.entrypoints.session import collect_from_now_on, refusal, unusable_session
 
     hint = f" — type to go on, or later: treadle --resume {session_id}"
     container = session_container(app, mode="tty", session_dir=session_dir, resume_hint=hint)

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, TextIO
 from treadle.adapters.instructions import FILE_NAMES, InstructionFile, ProjectInstructions
 from treadle.adapters.mcp.servers import ServerStatus
 from treadle.adapters.mcp.tool import McpTool
-from treadle.entrypoints.config import AppConfig, load_config
+from treadle.entrypoints.config import AppConfig, flag_values, load_config
 from treadle.entrypoints.paths import project_config_path, user_config_path
 
 if TYPE_CHECKING:
@@ -28,7 +28,6 @@ DESCRIPTION_WIDTH = 72
 def _container(args: argparse.Namespace, session_dir: str = "") -> tuple[AppConfig, Container]:
     from treadle.entrypoints.container import Container
     from treadle.entrypoints.injector import providers
-    from treadle.entrypoints.session import flag_values
 
     app = load_config(flags=flag_values(args), environ=os.environ)
     container = Container()

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import gc
 import os
 import re
 import sys
@@ -21,13 +20,14 @@ from treadle.entrypoints.config import (
     USAGE_ERROR,
     AppConfig,
     ConfigError,
+    flag_values,
     load_config,
     settings_environment,
 )
 from treadle.entrypoints.paths import sessions_dir, state_dir
 from treadle.entrypoints.providers import key_needed
 
-__all__ = ["state_dir"]  # batch reads it here
+__all__ = ["flag_values", "state_dir"]  # batch reads them here
 
 
 def new_session_id() -> str:
@@ -55,15 +55,6 @@ def chosen_session_id(args: argparse.Namespace) -> str:
     return chosen
 
 
-def flag_values(args: argparse.Namespace) -> dict[str, object]:
-    values: dict[str, object] = {}
-    for key in ("model", "base_url", "approval", "workspace", "sandbox"):
-        value = getattr(args, key, None)
-        if value is not None:
-            values[key] = value
-    return values
-
-
 def open_session(args: argparse.Namespace) -> tuple[AppConfig, str, bool]:
     """The configuration and the session to run in: a new one, or the one --resume names.
 
@@ -88,13 +79,6 @@ def open_session(args: argparse.Namespace) -> tuple[AppConfig, str, bool]:
     return app, session_id, True
 
 
-def collect_from_now_on() -> None:
-    """The session is built: what start-up made stays (frozen out of the collector's
-    way), and the cycle collector runs again for the turn (see cli.main)."""
-    gc.freeze()
-    gc.enable()
-
-
 def hide_environment_from_commands() -> None:
     """Keep commands from reading the key in ``/proc/<treadle>/environ``.
 
@@ -108,21 +92,6 @@ def hide_environment_from_commands() -> None:
     pr_set_dumpable = 4
     with contextlib.suppress(OSError, AttributeError):
         ctypes.CDLL(None, use_errno=True).prctl(pr_set_dumpable, 0, 0, 0, 0)
-
-
-def unusable_session() -> tuple[type[Exception], ...]:
-    """What opening a session may raise that is the user's to fix: one line, exit 2."""
-    from treadle.adapters.jsonl_transcript import TranscriptDamaged
-    from treadle.adapters.sessions import MetaDamaged, SessionBusy, SessionUnusable
-
-    return (TranscriptDamaged, MetaDamaged, SessionBusy, SessionUnusable)
-
-
-def refusal(error: Exception, session_id: str) -> str:
-    """The one line for a session that cannot be opened."""
-    if isinstance(error, ValueError):  # a damaged transcript or record
-        return f"treadle: cannot continue session {session_id}: {error}"
-    return f"treadle: {error}"
 
 
 def missing_key(app: AppConfig) -> str:
@@ -211,9 +180,12 @@ async def _one_turn(
 ) -> int:
     from treadle.entrypoints.container import (
         ModelNotConfigured,
+        collect_from_now_on,
         end_session,
+        refusal,
         session_container,
         start_session,
+        unusable_session,
     )
     from treadle.entrypoints.interrupts import SignalPolicy
 
