@@ -32,6 +32,7 @@ from treadle.adapters.checkpoints import (
     ShadowRepository,
     shadow_for,
 )
+from treadle.adapters.sessions import RUNNING, SessionStore
 from treadle.domain.values.text import one_line, printable, quoted_path
 from treadle.entrypoints.config import USAGE_ERROR
 from treadle.entrypoints.paths import state_dir
@@ -170,8 +171,6 @@ def run_change_command(args: argparse.Namespace, out: TextIO) -> int:
 def busy_with_a_turn(state: str, workspace: str, command: str) -> str:
     """Why ``command`` must wait, when a session is in the middle of a turn in
     ``workspace``: undoing under it would pull the files from under a running turn."""
-    from treadle.adapters.sessions import RUNNING, SessionStore
-
     store = SessionStore(os.path.join(state, "sessions"))
     for session_id in store.ids():
         row = store.row(session_id)

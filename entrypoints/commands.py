@@ -21,15 +21,33 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TextIO
 
+from treadle.adapters.jsonl_transcript import read_transcript
+from treadle.adapters.plain_terminal import PlainTerminal
+from treadle.adapters.redact import Redactor
 from treadle.adapters.replay_model import Divergence, Recording, ReplayModel, recorded_tools
+from treadle.adapters.sessions import META, MetaDamaged, SessionNotFound, SessionStore, read_meta
+from treadle.adapters.system_clock import SystemClock
 from treadle.domain.loop.stop import StopSignal
 from treadle.domain.loop.turn import Agent
+from treadle.domain.rules import context_window as rules
 from treadle.domain.rules.context_window import window_of
 from treadle.domain.rules.resume import rebuild_context, rebuild_history, subagents_started
 from treadle.domain.values.conversation import Message
+from treadle.domain.values.model import ServerFacts
 from treadle.domain.values.text import one_line
-from treadle.entrypoints.config import USAGE_ERROR, AppConfig, ConfigError, check_value
+from treadle.entrypoints.config import (
+    DEFAULT_MAX_TOKENS,
+    USAGE_ERROR,
+    AppConfig,
+    ConfigError,
+    check_value,
+    describe_config,
+    flag_values,
+    load_config,
+)
 from treadle.entrypoints.paths import sessions_dir
+from treadle.entrypoints.providers import ModelNotConfigured
+from treadle.entrypoints.trust import trust_folder
 
 REPLAY_STOP = "the recording ends here"
 _TIMING = re.compile(r"\b\d+(?:\.\d+)? s\b")
@@ -102,8 +120,6 @@ def run_subcommand(argv: Sequence[str], out: TextIO | None = None) -> int:
 
 
 def list_sessions(out: TextIO) -> int:
-    from treadle.adapters.sessions import SessionStore
-
     store = SessionStore(sessions_dir())
     rows = store.rows()
     if not rows:
@@ -133,8 +149,6 @@ def list_sessions(out: TextIO) -> int:
 
 
 def show_config(args: argparse.Namespace, out: TextIO) -> int:
-    from treadle.entrypoints.config import describe_config, flag_values, load_config
-
     app = load_config(flags=flag_values(args), environ=os.environ)
     for line in describe_config(app, os.environ, in_force(app)):
         print(line, file=out)
@@ -147,8 +161,6 @@ def show_config(args: argparse.Namespace, out: TextIO) -> int:
 def trust(folder: str, out: TextIO) -> int:
     """Trust ``folder`` with its project file as it is now: the file may set what could
     send the key elsewhere, until it changes."""
-    from treadle.entrypoints.trust import trust_folder
-
     if not os.path.isdir(folder):
         raise ConfigError(f"{folder}: no such folder")
     try:
@@ -168,11 +180,6 @@ def in_force(app: AppConfig) -> list[str]:
     """The window and the budgets in force for the configured model, and where the
     window comes from: the server is asked, as a session's first turn asks it (a hosted
     API is not: its window is the table's)."""
-    from treadle.adapters.system_clock import SystemClock
-    from treadle.domain.rules import context_window as rules
-    from treadle.domain.values.model import ServerFacts
-    from treadle.entrypoints.config import DEFAULT_MAX_TOKENS
-    from treadle.entrypoints.providers import ModelNotConfigured
     from treadle.entrypoints.wiring import build_model, build_server, context_settings
 
     try:
@@ -218,8 +225,6 @@ class _TurnStop:
 
 def recorded_config(transcript: Path) -> AppConfig:
     """The defaults, with what the session recorded of its configuration (not yours)."""
-    from treadle.adapters.sessions import META, MetaDamaged, read_meta
-
     app = AppConfig()
     if not (transcript.parent / META).is_file():
         return app
@@ -242,7 +247,6 @@ def find_transcript(reference: str) -> Path:
     path = Path(reference)
     if path.is_file():
         return path
-    from treadle.adapters.sessions import SessionNotFound, SessionStore
 
     store = SessionStore(sessions_dir())
     try:
@@ -256,9 +260,6 @@ async def replay(args: argparse.Namespace, out: TextIO) -> int:
     from dependency_injector import providers
 
     from treadle.adapters.fakes import FakeClock, FakeRunner, RecordingTerminal
-    from treadle.adapters.jsonl_transcript import read_transcript
-    from treadle.adapters.plain_terminal import PlainTerminal
-    from treadle.adapters.redact import Redactor
     from treadle.entrypoints.container import Container, build_tools
 
     path = find_transcript(args.transcript)

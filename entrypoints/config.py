@@ -23,7 +23,6 @@ or flag) and the key; treadle does not start on a broken configuration. The keys
 from __future__ import annotations
 
 import os
-import tomllib
 from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
@@ -183,6 +182,8 @@ def _read(path: Path) -> bytes | None:
 
 
 def _parsed(content: bytes, path: Path) -> dict[str, Any]:
+    import tomllib  # only when there is a file to read: see entrypoints
+
     try:
         data = tomllib.loads(content.decode("utf-8"))
     except UnicodeDecodeError as error:

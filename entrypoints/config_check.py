@@ -10,14 +10,12 @@ came from and which key, as a :class:`~treadle.entrypoints.config_schema.ConfigE
 
 from __future__ import annotations
 
-import ipaddress
 import json
 import math
 import re
 from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit
 
 from treadle.domain.rules.truncation import MIN_THINKING_BUDGET
 from treadle.domain.values.text import well_formed
@@ -73,6 +71,8 @@ def _check_url(spec: Key, value: object) -> str:
     url = _check_text(spec, value)
     if not url:
         return url
+    from urllib.parse import urlsplit  # only when a URL is configured: see entrypoints
+
     problem = f"must be an http:// or https:// address with a host, not {shown(url)}"
     try:
         parts = urlsplit(url)
@@ -85,6 +85,8 @@ def _check_url(spec: Key, value: object) -> str:
     if port == 0:
         raise ValueError(f"{problem} (port 0)")
     if host.replace(".", "").isdigit() or ":" in host:  # an address, not a name: a real one
+        import ipaddress
+
         try:
             ipaddress.ip_address(host)
         except ValueError as error:

@@ -21,7 +21,18 @@ from treadle import __version__
 from treadle.domain.loop.stop import StopSignal
 from treadle.domain.loop.turn import Agent
 from treadle.domain.values.outcome import NoModel, end_turn
+from treadle.entrypoints.changes import Report, session_commands
 from treadle.entrypoints.config import USAGE_ERROR, AppConfig
+from treadle.entrypoints.container import (
+    ModelNotConfigured,
+    collect_from_now_on,
+    end_session,
+    refusal,
+    session_container,
+    start_session,
+    unusable_session,
+)
+from treadle.entrypoints.injector import providers
 from treadle.entrypoints.interrupts import SignalPolicy
 from treadle.entrypoints.paths import state_dir
 
@@ -132,16 +143,6 @@ async def _session(
     app: AppConfig, session_dir: str, session_id: str, greeting: list[str], verbose: bool
 ) -> int:
     from treadle.adapters.blessed_terminal import BlessedTerminal
-    from treadle.entrypoints.container import (
-        ModelNotConfigured,
-        collect_from_now_on,
-        end_session,
-        refusal,
-        session_container,
-        start_session,
-        unusable_session,
-    )
-    from treadle.entrypoints.injector import providers
 
     hint = f" — type to go on, or later: treadle --resume {session_id}"
     container = session_container(app, mode="tty", session_dir=session_dir, resume_hint=hint)
@@ -174,7 +175,6 @@ def change_commands(
     app: AppConfig, terminal: BlessedTerminal
 ) -> dict[str, Callable[[], Awaitable[None]]]:
     """``/undo``, ``/redo`` and ``/diff``, their reports shown on ``terminal``."""
-    from treadle.entrypoints.changes import Report, session_commands
 
     def show(report: Report) -> None:
         if report.diff:

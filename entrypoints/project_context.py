@@ -11,24 +11,20 @@ from __future__ import annotations
 import argparse
 import os
 import tempfile
-from typing import TYPE_CHECKING, TextIO
+from typing import TextIO
 
 from treadle.adapters.instructions import FILE_NAMES, InstructionFile, ProjectInstructions
 from treadle.adapters.mcp.servers import ServerStatus
 from treadle.adapters.mcp.tool import McpTool
 from treadle.entrypoints.config import AppConfig, flag_values, load_config
+from treadle.entrypoints.container import Container, end_session
+from treadle.entrypoints.injector import providers
 from treadle.entrypoints.paths import project_config_path, user_config_path
-
-if TYPE_CHECKING:
-    from treadle.entrypoints.container import Container
 
 DESCRIPTION_WIDTH = 72
 
 
 def _container(args: argparse.Namespace, session_dir: str = "") -> tuple[AppConfig, Container]:
-    from treadle.entrypoints.container import Container
-    from treadle.entrypoints.injector import providers
-
     app = load_config(flags=flag_values(args), environ=os.environ)
     container = Container()
     container.app.override(providers.Object(app))
@@ -47,7 +43,6 @@ async def show_mcp_servers(args: argparse.Namespace, out: TextIO) -> int:
                 file=out,
             )
             return 0
-        from treadle.entrypoints.container import end_session
 
         try:
             await servers.start()

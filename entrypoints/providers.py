@@ -14,56 +14,54 @@ Only the standard library is imported here: each row's adapter is imported by it
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
 
+TYPE_CHECKING = False  # typing itself is not imported either: see Provider
 if TYPE_CHECKING:
+    from typing import Literal
+
     from treadle.adapters.http_model.endpoint import HttpModel
-    from treadle.ports.clock import Clock
+    from treadle.entrypoints.model_choice import ModelChoice
     from treadle.ports.model import Model
+
+    Takes = Literal["NAME", "PATH", ""]
 
 
 class ModelNotConfigured(Exception):
     """No model, or one treadle does not know: the turn is blocked before it starts."""
 
 
-@dataclass(frozen=True, slots=True)
-class ModelChoice:
-    """What a provider builds its adapter from: the name after the colon and what the
-    session's configuration says of the model and its server."""
-
-    name: str
-    clock: Clock
-    base_url: str = ""
-    api_key: str | None = None
-    key_env: str = ""
-    api: str = "chat"
-    connect_timeout: float = 10.0
-    read_timeout: float = 120.0
-    answer_limit: int = 64 << 20
-    event_limit: int = 16 << 20
-    effort: str = ""
-    session: str = ""
-    reasoning_echo: bool = True
-
-
-@dataclass(frozen=True, slots=True)
 class Provider:
     """One way to reach a model: ``name:`` before the model's own name (``takes``:
-    NAME, PATH, or "" for a model named by the provider alone, as ``demo``)."""
+    NAME, PATH, or "" for a model named by the provider alone, as ``demo``).
 
-    name: str
-    build: Callable[[ModelChoice], Model]
-    about: str
-    takes: Literal["NAME", "PATH", ""] = "NAME"
-    key_env: str = ""
-    """The variable that holds the key for ``default_url`` ("": none is needed)."""
-    default_url: str = ""
-    """The hosted API, used when ``base_url`` is not set. The adapter asks a server at
-    another ``base_url`` for its window (llama.cpp's /props, /v1/models, Ollama,
-    LiteLLM); the hosted API is never asked, its window is the known models'."""
-    families: tuple[str, ...] = ()
-    """Bare model names this provider claims: ``claude`` claims ``claude-…``."""
+    ``key_env`` is the variable that holds the key for ``default_url`` ("": none is
+    needed). ``default_url`` is the hosted API, used when ``base_url`` is not set; the
+    adapter asks a server at another ``base_url`` for its window (llama.cpp's /props,
+    /v1/models, Ollama, LiteLLM), never the hosted API, whose window is the known
+    models'. ``families`` are the bare names it claims: ``claude`` claims ``claude-…``.
+
+    A plain class, not a dataclass: ``treadle --version`` reads this table for its
+    ``--help``, and dataclasses would import inspect and typing first.
+    """
+
+    __slots__ = ("about", "build", "default_url", "families", "key_env", "name", "takes")
+
+    def __init__(
+        self,
+        name: str,
+        build: Callable[[ModelChoice], Model],
+        about: str,
+        *,
+        takes: Takes = "NAME",
+        key_env: str = "",
+        default_url: str = "",
+        families: tuple[str, ...] = (),
+    ) -> None:
+        self.name, self.build, self.about, self.takes = name, build, about, takes
+        self.key_env, self.default_url, self.families = key_env, default_url, families
+
+    def __repr__(self) -> str:
+        return f"Provider({self.name!r})"
 
     @property
     def usage(self) -> str:

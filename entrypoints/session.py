@@ -5,11 +5,20 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import ctypes
 import os
 import re
 import sys
 import time
 
+from treadle.adapters.redact import Redactor
+from treadle.adapters.sessions import (
+    MetaDamaged,
+    SessionBusy,
+    SessionNotFound,
+    SessionStore,
+    is_locked,
+)
 from treadle.domain.loop.stop import StoppedFirst, StopSignal
 from treadle.domain.rules.resume import RESUME_MESSAGE
 from treadle.domain.values.conversation import Usage
@@ -24,8 +33,10 @@ from treadle.entrypoints.config import (
     load_config,
     settings_environment,
 )
+from treadle.entrypoints.interrupts import SignalPolicy
 from treadle.entrypoints.paths import sessions_dir, state_dir
 from treadle.entrypoints.providers import key_needed
+from treadle.entrypoints.trust import held_back_warning
 
 __all__ = ["flag_values", "state_dir"]  # batch reads them here
 
@@ -61,8 +72,6 @@ def open_session(args: argparse.Namespace) -> tuple[AppConfig, str, bool]:
     A resumed session keeps its model, server and folder unless a flag says otherwise;
     its folder already holds the transcript, so the container continues it.
     """
-    from treadle.adapters.sessions import SessionBusy, SessionStore, is_locked
-
     flags = flag_values(args)
     if getattr(args, "resume", None) and getattr(args, "session_id", None):
         raise ConfigError("flags --resume and --session-id: give one (continue, or start anew)")
@@ -87,7 +96,6 @@ def hide_environment_from_commands() -> None:
     """
     if not sys.platform.startswith("linux"):
         return
-    import ctypes
 
     pr_set_dumpable = 4
     with contextlib.suppress(OSError, AttributeError):
@@ -109,8 +117,6 @@ def ready_to_start(app: AppConfig) -> bool:
     """Say what the project file was not let set; whether the model can be asked (a
     hosted model needs its key before any session or turn is made)."""
     if app.held_back:
-        from treadle.entrypoints.trust import held_back_warning
-
         print(f"treadle: {held_back_warning(app)}", file=sys.stderr)
     missing = missing_key(app)
     if missing:
@@ -119,14 +125,10 @@ def ready_to_start(app: AppConfig) -> bool:
 
 
 def run_session(args: argparse.Namespace) -> int:
-    from treadle.adapters.sessions import MetaDamaged, SessionBusy, SessionNotFound
-
     hide_environment_from_commands()
     try:
         app, session_id, resuming = open_session(args)
     except (ConfigError, SessionNotFound, SessionBusy, MetaDamaged) as error:
-        from treadle.adapters.redact import Redactor
-
         redact = Redactor.from_environ(settings_environment(os.environ)).redact
         print(f"treadle: {redact(str(error))}", file=sys.stderr)
         return USAGE_ERROR
@@ -187,7 +189,6 @@ async def _one_turn(
         start_session,
         unusable_session,
     )
-    from treadle.entrypoints.interrupts import SignalPolicy
 
     hint = f" — resume with: treadle --resume {session_id}"
     container = session_container(

@@ -45,8 +45,9 @@ from treadle.entrypoints.config import (
     settings_environment,
 )
 from treadle.entrypoints.interrupts import LeaveNow
+from treadle.entrypoints.model_choice import ModelChoice
 from treadle.entrypoints.paths import cache_dir, config_dir
-from treadle.entrypoints.providers import ModelChoice, resolve
+from treadle.entrypoints.providers import resolve
 from treadle.ports.clock import Clock
 from treadle.ports.model import Model, ModelServer
 from treadle.ports.process import ProcessRunner
