@@ -11,6 +11,10 @@ the agent ran, say) is held back as an untrusted one is, until trusted again::
     trust_folder("/src/app", os.environ)        # records the file as it is now
     trust_state("/src/app", content, environ)   # "trusted", "changed", …
 
+AGENTS.md is not bound: it is sent in every folder, trusted or not (it is the
+project's word to the model, which the approval policy and the sandbox already treat
+as untrusted), so trust gives it nothing a change could take over.
+
 The record, ``trusted-folders`` in the user's config folder, has a line per folder:
 ``sha256:HEX /real/path`` (``none`` for a folder with no file). A line of a path alone
 (written before the digests were) trusts no content: what its folder's file says may
