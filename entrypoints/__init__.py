@@ -27,6 +27,7 @@ LAZY_IMPORTS: dict[tuple[str, str], str] = {
     ("providers", "treadle.adapters"): "each provider's adapter (httpx, for HTTP) only when "
     "it is the one used",
     ("config_check", "treadle.adapters.mcp"): "the MCP client only when a server is configured",
+    ("config_rules", "treadle.adapters.mcp"): "the same",
     ("config_check", "urllib.parse"): "only when a URL is configured",
     ("config_check", "ipaddress"): "only when a URL names an address",
     ("config", "tomllib"): "only when there is a file to read",

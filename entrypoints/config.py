@@ -15,8 +15,9 @@ Example::
 
 An unknown key or a bad value is a :class:`ConfigError` naming the file (or variable,
 or flag) and the key; treadle does not start on a broken configuration. The keys are
-:mod:`~treadle.entrypoints.config_schema`; the checks,
-:mod:`~treadle.entrypoints.config_check`; ``treadle config``'s lines,
+:mod:`~treadle.entrypoints.config_schema`; the checks of a value,
+:mod:`~treadle.entrypoints.config_check`; the rules across keys,
+:mod:`~treadle.entrypoints.config_rules`; ``treadle config``'s lines,
 :mod:`~treadle.entrypoints.config_show`.
 """
 
@@ -29,7 +30,8 @@ from pathlib import Path
 from typing import Any
 
 from treadle.domain.values.prices import Prices
-from treadle.entrypoints.config_check import check_together, check_value, mcp_server_configs
+from treadle.entrypoints.config_check import check_value
+from treadle.entrypoints.config_rules import check_together, mcp_server_configs
 from treadle.entrypoints.config_schema import (
     DEFAULT,
     DEFAULT_MAX_TOKENS,
