@@ -196,8 +196,13 @@ def key_needed(model: str, base_url: str, key_env: str, environ: Mapping[str, st
         row, _ = resolve(model)
     except ModelNotConfigured:
         return ""
-    hosted = not base_url or base_url.rstrip("/") == row.default_url
+    hosted = not base_url or _root(base_url) == _root(row.default_url)
     variable = key_env or row.key_env
     if not row.key_env or not hosted or environ.get(variable):
         return ""
     return variable
+
+
+def _root(url: str) -> str:
+    """The address without its version: ``…/v1`` and ``…`` are the same hosted API."""
+    return url.rstrip("/").removesuffix("/v1")

@@ -79,6 +79,8 @@ def test_a_key_is_needed_only_for_the_hosted_api() -> None:
     assert key_needed("openai:gpt-4.1", "", "", {}) == "OPENAI_API_KEY"
     assert key_needed("openai:gpt-4.1", "https://api.openai.com/v1/", "", {}) == "OPENAI_API_KEY"
     assert key_needed("openai:gpt-4.1", "", "WORK_KEY", {}) == "WORK_KEY"
+    hosted = "https://api.anthropic.com/v1"  # the adapter takes /v1 off
+    assert key_needed("anthropic:claude-x", hosted, "", {}) == "ANTHROPIC_API_KEY"
     assert key_needed("openai:gpt-4.1", "", "", {"OPENAI_API_KEY": "k"}) == ""
     assert key_needed("openai:qwen", "http://127.0.0.1:9/v1", "", {}) == ""
     assert key_needed("demo", "", "", {}) == ""
