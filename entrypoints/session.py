@@ -124,16 +124,23 @@ def ready_to_start(app: AppConfig) -> bool:
     return not missing
 
 
-def run_session(args: argparse.Namespace) -> int:
-    hide_environment_from_commands()
+def opened_or_said(args: argparse.Namespace) -> tuple[AppConfig, str, bool] | None:
+    """:func:`open_session`, or None once the line that says why it cannot is printed."""
     try:
         app, session_id, resuming = open_session(args)
     except (ConfigError, SessionNotFound, SessionBusy, MetaDamaged) as error:
         redact = Redactor.from_environ(settings_environment(os.environ)).redact
         print(f"treadle: {redact(str(error))}", file=sys.stderr)
+        return None
+    return (app, session_id, resuming) if ready_to_start(app) else None
+
+
+def run_session(args: argparse.Namespace) -> int:
+    hide_environment_from_commands()
+    opened = opened_or_said(args)
+    if opened is None:
         return USAGE_ERROR
-    if not ready_to_start(app):
-        return USAGE_ERROR
+    app, session_id, resuming = opened
     session_path = sessions_dir() / session_id
     # A command line's bytes that are not UTF-8 arrive as lone surrogates; made
     # well-formed here, they cannot break the transcript, the screen or a tool.
