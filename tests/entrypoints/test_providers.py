@@ -108,3 +108,12 @@ def test_a_missing_key_is_one_line_and_exit_2_before_any_session_or_turn(
     assert f"set {PROVIDERS[provider].key_env}" in line
     assert result.stdout == ""  # no turn: not even its last event
     assert not (tmp_path / "state" / "sessions").exists()
+
+
+def test_help_and_the_provider_key_name_every_row_of_the_table() -> None:
+    from treadle.entrypoints.cli import build_parser
+    from treadle.entrypoints.config import KEYS
+
+    shown = " ".join(build_parser().format_help().split())
+    assert all(row.usage in shown for row in PROVIDERS.values())
+    assert KEYS["provider"].choices == tuple(n for n, r in PROVIDERS.items() if r.default_url)
