@@ -86,6 +86,9 @@ UNTERMINATED = {
     "anthropic/out_of_order_response.sse",
     "anthropic/refusal_response.sse",
     "anthropic/extra_fields_response.sse",
+    "anthropic/more/compaction_response.sse",
+    "anthropic/more/fallback_response.sse",
+    "anthropic/more/fallback_credit_response.sse",
 }
 ALL_FILES = sorted(str(path.relative_to(STREAMS)) for path in STREAMS.rglob("*.sse"))
 
