@@ -157,6 +157,14 @@ ANTHROPIC = {
         ' "claudius" \u2014 I\'m Claude. Minor correction or just roll with it politely.',
         reasoning=("thinking",),
     ),
+    # A web search the server ran itself: its server_tool_use block streams its input
+    # as input_json_delta, its result block comes whole; neither is a call of ours.
+    # message_delta's usage (28 in) replaces message_start's (612 in).
+    "anthropic/more/fable-stream-a-toolrefusal.sse": Expected(
+        "Here's a summary of this year's solar eclipses and how",
+        usage=Usage(28, 106, reasoning_tokens=67),
+        end=StreamEnd("refusal", ""),
+    ),
     "anthropic/more/fable-stream-b-fallback.sse": Expected(
         text_starts=" there! Happy to explain.\n\n**Solar eclipses** happen when",
         text_ends="Just let me know what's sparking your interest!",

@@ -110,6 +110,55 @@ def test_an_anthropic_stream_out_of_order_is_malformed(
     assert says in malformed(feed(AnthropicReader(), *events))
 
 
+@pytest.mark.parametrize(
+    ("block", "deltas"),
+    [
+        (
+            {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {}},
+            [{"type": "input_json_delta", "partial_json": '{"query": "x"}'}],
+        ),
+        ({"type": "web_search_tool_result", "tool_use_id": "srvtoolu_1", "content": []}, []),
+        (
+            {"type": "compaction", "content": None},
+            [{"type": "compaction_delta", "content": "Earlier, in short."}],
+        ),
+        ({"type": "a_future_block"}, [{"type": "text_delta", "text": "not ours"}]),
+    ],
+)
+def test_a_block_of_a_kind_treadle_does_not_know_is_left_out_and_never_ends_the_turn(
+    block: dict[str, Any], deltas: list[dict[str, Any]]
+) -> None:
+    items = feed(
+        AnthropicReader(),
+        START,
+        anthropic("content_block_start", index=0, content_block=block),
+        *[anthropic("content_block_delta", index=0, delta=delta) for delta in deltas],
+        block_stop(0),
+        text_block(1),
+        text_delta(1, "Found it."),
+        block_stop(1),
+        message_delta("end_turn"),
+        STOP,
+    )
+    assert items == [
+        Success(TextDelta("Found it.")),
+        Success(UsageReported(Usage(5, 7))),
+        Success(StreamEnd("end_turn")),
+    ]
+
+
+def test_a_block_of_an_unknown_kind_left_open_does_not_fail_the_answer() -> None:
+    block = {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {}}
+    items = feed(
+        AnthropicReader(),
+        START,
+        anthropic("content_block_start", index=0, content_block=block),
+        message_delta("end_turn"),
+        STOP,
+    )
+    assert items[-1] == Success(StreamEnd("end_turn"))
+
+
 def test_anthropic_pings_and_unknown_events_are_read_past() -> None:
     reader = AnthropicReader()
     items = feed(
