@@ -441,6 +441,10 @@ RESPONSES = {
             "server_error: An error occurred while processing your request. Please retry.",
         ),
     ),
+    # codex's own fixture: one message given whole, with no output_index and no id.
+    "responses/codex-cli_responses_fixture.sse": Expected(
+        "fixture hello", end=StreamEnd("end_turn")
+    ),
     "responses/failed_context_length_exceeded.sse": Expected(failure=CONTEXT_WINDOW),
     "responses/error_nested_context_length.sse": Expected(failure=CONTEXT_WINDOW),
 }

@@ -325,7 +325,6 @@ def test_an_error_event_flat_or_nested_fails_as_the_retry_rules_know_it(
         ((added(0, "message"), added(0, "message")), "output item 0 was added twice"),
         ((added(0, "function_call"), said(0, "x")), "for output item 0, a function_call item"),
         ((added(0, "message"), done(0, "message"), said(0, "x")), "which is already done"),
-        ((event("response.output_text.delta", delta="x"),), "without an output_index"),
         ((done(0, "function_call", call_id="c"),), "function call item 0 arrived without a name"),
         ((added(0, "function_call", name="ls"), COMPLETED), "while function call 0 is unfinished"),
         ((SseEvent("response.completed", "{not json"),), "bad JSON in the response.completed"),
