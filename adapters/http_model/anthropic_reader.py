@@ -51,6 +51,7 @@ from treadle.domain.values.model import (
     StreamEnd,
     TextDelta,
     ToolCallReady,
+    TransportError,
     UsageReported,
 )
 
@@ -128,8 +129,10 @@ class AnthropicReader:
             return self._end(Failure(MalformedStream(str(malformed))))
 
     def end_of_body(self) -> list[StreamItem]:
-        last = self._last
-        return [Failure(MalformedStream(f"the stream ended before message_stop (after {last})"))]
+        # A body that ends cleanly short of its end is a cut stream, as a connection
+        # lost mid-answer is: retried while nothing was shown.
+        detail = f"the stream ended before message_stop (after {self._last})"
+        return [Failure(TransportError("connection_closed", detail))]
 
     def _end(self, item: StreamItem) -> list[StreamItem]:
         self.ended = True

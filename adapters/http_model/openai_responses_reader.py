@@ -48,6 +48,7 @@ from treadle.domain.values.model import (
     StreamEnd,
     TextDelta,
     ToolCallReady,
+    TransportError,
     UsageReported,
 )
 
@@ -114,10 +115,10 @@ class OpenAIResponsesReader:
             return self._end([Failure(MalformedStream(str(malformed)))])
 
     def end_of_body(self) -> list[StreamItem]:
-        last = self._last
-        return [
-            Failure(MalformedStream(f"the stream ended before response.completed (after {last})"))
-        ]
+        # A body that ends cleanly short of its end is a cut stream, as a connection
+        # lost mid-answer is: retried while nothing was shown.
+        detail = f"the stream ended before response.completed (after {self._last})"
+        return [Failure(TransportError("connection_closed", detail))]
 
     def _end(self, items: list[StreamItem]) -> list[StreamItem]:
         self.ended = True

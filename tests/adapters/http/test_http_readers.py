@@ -23,6 +23,7 @@ from treadle.domain.values.model import (
     StreamEnd,
     TextDelta,
     ToolCallReady,
+    TransportError,
     UsageReported,
 )
 
@@ -253,11 +254,16 @@ def test_anthropic_stop_sequence_ends_the_turn() -> None:
     assert items[-1] == Success(StreamEnd("end_turn"))
 
 
-def test_anthropic_end_of_body_names_the_last_event() -> None:
+def test_anthropic_end_of_body_is_a_cut_stream_that_names_the_last_event() -> None:
     reader = AnthropicReader()
     feed(reader, START, text_block(0))
     assert reader.end_of_body() == [
-        Failure(MalformedStream("the stream ended before message_stop (after content_block_start)"))
+        Failure(
+            TransportError(
+                "connection_closed",
+                "the stream ended before message_stop (after content_block_start)",
+            )
+        )
     ]
 
 
@@ -289,13 +295,14 @@ def test_openai_done_before_any_finish_reason_is_malformed() -> None:
     )
 
 
-def test_openai_end_of_body_says_how_far_it_got() -> None:
+def test_openai_end_of_body_is_a_cut_stream_that_says_how_far_it_got() -> None:
     reader = OpenAIChatReader()
     feed(reader, chunk({"content": "Hi"}), chunk({"content": " there"}))
     assert reader.end_of_body() == [
         Failure(
-            MalformedStream(
-                "the stream ended before data: [DONE] (after 2 chunks, before any finish_reason)"
+            TransportError(
+                "connection_closed",
+                "the stream ended before data: [DONE] (after 2 chunks, before any finish_reason)",
             )
         )
     ]

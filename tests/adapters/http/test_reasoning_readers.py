@@ -8,7 +8,7 @@ import json
 from typing import Any
 
 import pytest
-from returns.result import Failure, Success
+from returns.result import Failure
 
 from tests.adapters.http.test_http_readers import (
     DONE,
@@ -36,6 +36,7 @@ from treadle.domain.values.model import (
     StreamEnd,
     TextDelta,
     ToolCallReady,
+    TransportError,
     UsageReported,
 )
 
@@ -336,12 +337,17 @@ def test_a_responses_stream_out_of_order_is_malformed(
     assert says in malformed(responses(*events))
 
 
-def test_a_responses_stream_that_just_stops_is_malformed() -> None:
+def test_a_responses_stream_that_just_stops_is_a_cut_stream() -> None:
     reader = OpenAIResponsesReader()
     reader.read(added(0, "message"))
-    [failure] = reader.end_of_body()
-    assert "ended before response.completed (after response.output_item.added)" in str(failure)
-    assert not isinstance(failure, Success)
+    assert reader.end_of_body() == [
+        Failure(
+            TransportError(
+                "connection_closed",
+                "the stream ended before response.completed (after response.output_item.added)",
+            )
+        )
+    ]
 
 
 def test_raw_reasoning_text_and_a_streamed_refusal_are_read_too() -> None:
