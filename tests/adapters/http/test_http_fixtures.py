@@ -94,7 +94,7 @@ ANTHROPIC = {
         StreamEnd("tool_use"),
     ),
     "handmade/anthropic/overloaded_mid_stream.sse": Expected(
-        "Checking", failure=HttpStatusError(503, "overloaded_error: Overloaded")
+        "Checking", failure=HttpStatusError(503, "overloaded_error: Overloaded", mid_stream=True)
     ),
     "handmade/anthropic/thinking_text_and_two_tools.sse": Expected(
         "Listing it.",
@@ -171,8 +171,12 @@ ANTHROPIC = {
         usage=Usage(31, 547),
         end=StreamEnd("end_turn"),
     ),
+    # The SDK's own test of an error event on a 200 stream: overloaded, so retried.
+    "anthropic/more/error-overloaded.sse": Expected(
+        failure=HttpStatusError(503, "overloaded_error: Overloaded", mid_stream=True)
+    ),
     "anthropic-thinking/error_overloaded_mid_stream.sse": Expected(
-        "Looking at", failure=HttpStatusError(503, "overloaded_error: Overloaded")
+        "Looking at", failure=HttpStatusError(503, "overloaded_error: Overloaded", mid_stream=True)
     ),
 }
 
@@ -337,6 +341,7 @@ OPENAI = {
             "litellm.APIConnectionError: APIConnectionError: OpenAIException - Response payload "
             "is not completed: <TransferEncodingError: 400, message='Not enough data to "
             "satisfy transfer length header.'>",
+            mid_stream=True,
         ),
     ),
     "handmade/openai-chat/error_mid_stream.sse": Expected(
@@ -345,6 +350,7 @@ OPENAI = {
             500,
             "server_error: The server had an error while processing your request."
             " Sorry about that!",
+            mid_stream=True,
         ),
     ),
     # Written from the documented fields (issue 11): reasoning deltas of four servers.
@@ -432,13 +438,16 @@ RESPONSES = {
     ),
     # A server error is retried like a 500 before the stream; the window is not.
     "responses/failed.sse": Expected(
-        failure=HttpStatusError(500, "server_error: The model failed to generate a response.")
+        failure=HttpStatusError(
+            500, "server_error: The model failed to generate a response.", mid_stream=True
+        )
     ),
     "responses/error_mid_stream.sse": Expected(
         "Let me look at the failing",
         failure=HttpStatusError(
             500,
             "server_error: An error occurred while processing your request. Please retry.",
+            mid_stream=True,
         ),
     ),
     # codex's own fixture: one message given whole, with no output_index and no id.

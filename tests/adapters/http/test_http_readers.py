@@ -220,16 +220,21 @@ def test_an_input_given_whole_at_the_start_is_kept() -> None:
     [
         (
             {"type": "overloaded_error", "message": "Overloaded"},
-            HttpStatusError(503, "overloaded_error: Overloaded"),
+            HttpStatusError(503, "overloaded_error: Overloaded", mid_stream=True),
         ),
-        ({"type": "api_error", "message": "Internal"}, HttpStatusError(500, "api_error: Internal")),
+        (
+            {"type": "api_error", "message": "Internal"},
+            HttpStatusError(500, "api_error: Internal", mid_stream=True),
+        ),
         (
             {"type": "rate_limit_error", "message": "Slow"},
-            HttpStatusError(429, "rate_limit_error: Slow"),
+            HttpStatusError(429, "rate_limit_error: Slow", mid_stream=True),
         ),
         (
             {"type": "invalid_request_error", "message": "Bad"},
-            MalformedStream("the server reported invalid_request_error mid-answer: Bad"),
+            MalformedStream(
+                "the server sent an error event mid-stream: invalid_request_error: Bad"
+            ),
         ),
     ],
 )
@@ -421,17 +426,23 @@ def test_reasoning_is_read_apart_from_the_answer_and_other_choices_not_at_all() 
 @pytest.mark.parametrize(
     ("error", "expected"),
     [
-        ({"message": "Busy", "type": "server_error"}, HttpStatusError(500, "server_error: Busy")),
+        (
+            {"message": "Busy", "type": "server_error"},
+            HttpStatusError(500, "server_error: Busy", mid_stream=True),
+        ),
         (
             {"message": "Bad", "type": "BadRequestError", "code": 400},
-            HttpStatusError(400, "BadRequestError: Bad"),
+            HttpStatusError(400, "BadRequestError: Bad", mid_stream=True),
         ),
         (
             {"message": "Slow", "code": "rate_limit_exceeded"},
-            HttpStatusError(429, "rate_limit_exceeded: Slow"),
+            HttpStatusError(429, "rate_limit_exceeded: Slow", mid_stream=True),
         ),
-        ({"message": "Odd"}, MalformedStream("the server reported an error mid-answer: Odd")),
-        ("plain words", MalformedStream("the server reported an error mid-answer: plain words")),
+        ({"message": "Odd"}, MalformedStream("the server sent an error event mid-stream: Odd")),
+        (
+            "plain words",
+            MalformedStream("the server sent an error event mid-stream: plain words"),
+        ),
     ],
 )
 def test_an_openai_error_chunk_mid_stream(error: Any, expected: ModelError) -> None:

@@ -299,15 +299,15 @@ def test_an_incomplete_response_says_why(reason: str | None, end: StreamEnd) -> 
     [
         (
             {"code": "rate_limit_exceeded", "message": "Slow down"},
-            HttpStatusError(429, "rate_limit_exceeded: Slow down"),
+            HttpStatusError(429, "rate_limit_exceeded: Slow down", mid_stream=True),
         ),
         (
             {"code": "server_error", "message": "Oops", "param": None},
-            HttpStatusError(500, "server_error: Oops"),
+            HttpStatusError(500, "server_error: Oops", mid_stream=True),
         ),
         (
             {"error": {"type": "server_error", "code": None, "message": "Nested"}},
-            HttpStatusError(500, "server_error: Nested"),
+            HttpStatusError(500, "server_error: Nested", mid_stream=True),
         ),
     ],
 )
