@@ -218,7 +218,7 @@ class AnthropicReader:
             block.signature.append(signature)
             self.buffered += len(signature)
         elif kind in ("text_delta", "input_json_delta", "thinking_delta", "signature_delta"):
-            raise _Malformed(f"{kind} for block {payload['index']}, a {block.kind} block")
+            raise _Malformed(f"{kind} for block {payload['index']}, which is a {block.kind} block")
         # Anything else (citations, kinds yet to come) is not part of the answer.
         return []
 

@@ -162,7 +162,9 @@ class OpenAIResponsesReader:
             state = "which is already done" if item is not None else "which was never added"
             raise _Malformed(f"{self._last} for output item {_named(key)}, {state}")
         if item.kind not in kinds:
-            raise _Malformed(f"{self._last} for output item {item.name}, a {item.kind} item")
+            raise _Malformed(
+                f"{self._last} for output item {item.name}, which is a {item.kind} item"
+            )
         return item
 
     def _item_added(self, payload: JsonObject) -> list[StreamItem]:

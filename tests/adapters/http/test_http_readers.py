@@ -87,8 +87,14 @@ def malformed(items: list[StreamItem]) -> str:
         ((START, text_delta(5, "x")), "content_block_delta for block 5, which is not open"),
         ((START, text_block(0), block_stop(0), text_delta(0, "x")), "block 0, which is not open"),
         ((START, block_stop(0)), "content_block_stop for block 0, which is not open"),
-        ((START, tool_block(0), text_delta(0, "x")), "text_delta for block 0, a tool_use block"),
-        ((START, text_block(0), json_delta(0, "{")), "input_json_delta for block 0, a text block"),
+        (
+            (START, tool_block(0), text_delta(0, "x")),
+            "text_delta for block 0, which is a tool_use block",
+        ),
+        (
+            (START, text_block(0), json_delta(0, "{")),
+            "input_json_delta for block 0, which is a text block",
+        ),
         ((START, anthropic("content_block_delta", delta={})), "without a block index"),
         ((START, STOP), "message_stop without a stop reason"),
         (

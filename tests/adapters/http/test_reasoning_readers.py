@@ -109,12 +109,15 @@ def test_a_thinking_block_cut_by_the_budget_is_not_kept() -> None:
     [
         (
             (START, text_block(0), thinking_delta(0, "x")),
-            "thinking_delta for block 0, a text block",
+            "thinking_delta for block 0, which is a text block",
         ),
-        ((START, text_block(0), signature_delta(0, "x")), "signature_delta for block 0, a text"),
+        (
+            (START, text_block(0), signature_delta(0, "x")),
+            "signature_delta for block 0, which is a text",
+        ),
         (
             (START, thinking_block(0), text_delta(0, "x")),
-            "text_delta for block 0, a thinking block",
+            "text_delta for block 0, which is a thinking block",
         ),
     ],
 )
@@ -324,7 +327,10 @@ def test_an_error_event_flat_or_nested_fails_as_the_retry_rules_know_it(
     [
         ((said(0, "x"),), "for output item 0, which was never added"),
         ((added(0, "message"), added(0, "message")), "output item 0 was added twice"),
-        ((added(0, "function_call"), said(0, "x")), "for output item 0, a function_call item"),
+        (
+            (added(0, "function_call"), said(0, "x")),
+            "for output item 0, which is a function_call item",
+        ),
         ((added(0, "message"), done(0, "message"), said(0, "x")), "which is already done"),
         ((done(0, "function_call", call_id="c"),), "function call item 0 arrived without a name"),
         ((added(0, "function_call", name="ls"), COMPLETED), "while function call 0 is unfinished"),

@@ -133,7 +133,7 @@ def test_streamed_arguments_of_a_call_without_an_index_are_its_own() -> None:
                 item_added("function_call", id="fc_1"),
                 event("response.output_text.delta", item_id="fc_1", delta="x"),
             ),
-            "for output item 'fc_1', a function_call item",
+            "for output item 'fc_1', which is a function_call item",
         ),
         (
             (
