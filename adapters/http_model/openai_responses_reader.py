@@ -81,6 +81,9 @@ class OpenAIResponsesReader:
         self.ended = False
         self.buffered = 0
         self._items: list[_Item] = []
+        # Per kind, the items not yet done, latest last (done ones are dropped lazily):
+        # what an event that names no item belongs to, found in constant time.
+        self._open: dict[str, list[_Item]] = {}
         self._by_index: dict[int, _Item] = {}
         self._by_id: dict[str, _Item] = {}
         self._called = False
@@ -134,34 +137,41 @@ class OpenAIResponsesReader:
             return index
         return text(payload.get("item_id")) or text(obj(payload.get("item")).get("id")) or None
 
-    def _find(self, key: int | str | None, *kinds: str) -> _Item | None:
-        """The item ``key`` names; with no key, the last one of ``kinds`` not yet done."""
+    def _find(self, key: int | str | None, kind: str = "") -> _Item | None:
+        """The item ``key`` names; with no key, the last one of ``kind`` not yet done."""
         if isinstance(key, int):
             return self._by_index.get(key)
         if key is not None:
             return self._by_id.get(key)
-        unfinished = [item for item in self._items if not item.done and item.kind in kinds]
-        return unfinished[-1] if unfinished else None
+        waiting = self._open.get(kind, [])
+        while waiting and waiting[-1].done:
+            waiting.pop()
+        return waiting[-1] if waiting else None
 
-    def _add(self, key: int | str | None, kind: str) -> _Item:
+    def _add(self, key: int | str | None, kind: str, item_id: str = "") -> _Item:
+        """A new item; one added with an index is found by its id too, for a server
+        that gives the index on some events and only the id on others."""
         item = _Item(kind or "other", _named(key) if key is not None else f"#{len(self._items)}")
         self._items.append(item)
+        self._open.setdefault(item.kind, []).append(item)
         if isinstance(key, int):
             self._by_index[key] = item
         elif key is not None:
             self._by_id[key] = item
+        if item_id:
+            self._by_id.setdefault(item_id, item)
         return item
 
-    def _item(self, payload: JsonObject, *kinds: str) -> _Item:
+    def _item(self, payload: JsonObject, kind: str) -> _Item:
         key = self._key(payload)
-        item = self._find(key, *kinds)
+        item = self._find(key, kind)
         if item is None and key is None:
             # Nothing names an item and none of its kind is open: it starts its own.
-            item = self._add(None, kinds[0])
+            item = self._add(None, kind)
         if item is None or item.done:
             state = "which is already done" if item is not None else "which was never added"
             raise _Malformed(f"{self._last} for output item {_named(key)}, {state}")
-        if item.kind not in kinds:
+        if item.kind != kind:
             raise _Malformed(
                 f"{self._last} for output item {item.name}, which is a {item.kind} item"
             )
@@ -171,7 +181,8 @@ class OpenAIResponsesReader:
         key = self._key(payload)
         if key is not None and self._find(key) is not None:
             raise _Malformed(f"output item {_named(key)} was added twice")
-        self._add(key, text(obj(payload.get("item")).get("type")))
+        added = obj(payload.get("item"))
+        self._add(key, text(added.get("type")), text(added.get("id")))
         return []
 
     def _text_delta(self, payload: JsonObject) -> list[StreamItem]:
@@ -208,7 +219,7 @@ class OpenAIResponsesReader:
         kind = text(finished.get("type"))
         item = self._find(key, kind or "other")
         if item is None:
-            item = self._add(key, kind)  # finished whole, never added
+            item = self._add(key, kind, text(finished.get("id")))  # finished whole, never added
         if item.done:
             raise _Malformed(f"output item {item.name} was done twice")
         item.done = True

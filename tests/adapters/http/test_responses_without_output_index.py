@@ -117,6 +117,17 @@ def test_streamed_arguments_of_a_call_without_an_index_are_its_own() -> None:
     assert values(items)[0] == ToolCallReady(ToolCall("call_1", "bash", '{"command":"ls"}'))
 
 
+def test_an_item_added_by_index_is_found_by_its_id_on_events_that_give_only_that() -> None:
+    items = responses(
+        event("response.output_item.added", output_index=0, item={"type": "message", "id": "m"}),
+        event("response.output_text.delta", item_id="m", delta="Hi"),
+        event("response.output_item.done", item={"type": "message", "id": "m"}),
+        COMPLETED,
+    )
+    assert values(items)[0] == TextDelta("Hi")
+    assert items[-1] == Success(StreamEnd("end_turn"))
+
+
 @pytest.mark.parametrize(
     ("events", "says"),
     [
