@@ -50,6 +50,7 @@ from treadle.domain.values.events import (
 from treadle.domain.values.model import (
     CONTEXT_EXCEEDED,
     CUT_STOPS,
+    ERROR_EVENT,
     ContextExceeded,
     ContextWindow,
     CredentialsRejected,
@@ -83,6 +84,11 @@ def recorded_failure(text: str, *, retried: bool, outcome: TurnOutcome | None) -
             prompt_tokens=figures.get("prompt"),
             output_too="with the output budget" in named,
         )
+    http = outcome is not None and outcome.reason is FailureKind.HTTP
+    if text.startswith(ERROR_EVENT) and (retried or http):
+        # Its status was never shown: what replay needs is whether it was retried.
+        detail = text.removeprefix(ERROR_EVENT).removeprefix(": ")
+        return HttpStatusError(503 if retried else 400, detail, mid_stream=True)
     if retried:
         return TransportError("connection_reset", text)
     if outcome is not None and outcome.kind is OutcomeKind.BLOCKED:

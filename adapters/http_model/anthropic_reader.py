@@ -10,6 +10,11 @@ Thinking blocks stream as ``thinking_delta`` pieces (shown as reasoning) and one
 ``signature_delta``; a ``redacted_thinking`` block comes whole in its start. Each is
 handed over as it stops, exactly as received, to be sent back in the tool loop.
 
+A block of a kind this does not know (``server_tool_use`` and ``web_search_tool_result``
+of the server's own tools, ``compaction``, ``fallback``, kinds yet to come) takes
+whatever deltas its kind has and is left out of the answer: treadle asks for none of the
+features that make the API want them back, and such a block never ends a turn.
+
 Example::
 
     >>> reader = AnthropicReader()
@@ -46,6 +51,7 @@ from treadle.domain.values.model import (
     StreamEnd,
     TextDelta,
     ToolCallReady,
+    TransportError,
     UsageReported,
 )
 
@@ -68,7 +74,7 @@ class _Malformed(Exception):
 
 @dataclass(slots=True)
 class _Block:
-    kind: Literal["text", "tool_use", "thinking", "redacted_thinking", "other"]
+    kind: Literal["text", "tool_use", "thinking", "redacted_thinking", "unknown"]
     call_id: str = ""
     name: str = ""
     initial_input: str = ""  # a tool's input given whole; a redacted block's data
@@ -123,8 +129,10 @@ class AnthropicReader:
             return self._end(Failure(MalformedStream(str(malformed))))
 
     def end_of_body(self) -> list[StreamItem]:
-        last = self._last
-        return [Failure(MalformedStream(f"the stream ended before message_stop (after {last})"))]
+        # A body that ends cleanly short of its end is a cut stream, as a connection
+        # lost mid-answer is: retried while nothing was shown.
+        detail = f"the stream ended before message_stop (after {self._last})"
+        return [Failure(TransportError("connection_closed", detail))]
 
     def _end(self, item: StreamItem) -> list[StreamItem]:
         self.ended = True
@@ -188,11 +196,13 @@ class AnthropicReader:
             self._blocks.append(_Block("redacted_thinking", initial_input=text(start.get("data"))))
         else:
             # Server-side tool use and kinds yet to come: not ours to show.
-            self._blocks.append(_Block("other"))
+            self._blocks.append(_Block("unknown"))
         return []
 
     def _block_delta(self, payload: JsonObject) -> list[StreamItem]:
         block = self._open_block(payload)
+        if block.kind == "unknown":
+            return []  # its deltas (input_json_delta of a server tool…) are its own
         delta = obj(payload.get("delta"))
         kind = delta.get("type")
         if kind == "text_delta" and block.kind == "text":
@@ -208,7 +218,7 @@ class AnthropicReader:
             block.signature.append(signature)
             self.buffered += len(signature)
         elif kind in ("text_delta", "input_json_delta", "thinking_delta", "signature_delta"):
-            raise _Malformed(f"{kind} for block {payload['index']}, a {block.kind} block")
+            raise _Malformed(f"{kind} for block {payload['index']}, which is a {block.kind} block")
         # Anything else (citations, kinds yet to come) is not part of the answer.
         return []
 
@@ -244,7 +254,9 @@ class AnthropicReader:
     def _message_stop(self, payload: JsonObject) -> list[StreamItem]:
         if self._stop is None:
             raise _Malformed("message_stop without a stop reason (no message_delta)")
-        still_open = [i for i, block in enumerate(self._blocks) if block.open]
+        still_open = [
+            i for i, block in enumerate(self._blocks) if block.open and block.kind != "unknown"
+        ]
         if still_open and STOP_REASONS.get(self._stop) not in CUT_STOPS:
             raise _Malformed(f"message_stop while block {still_open[0]} is still open")
         usage = Usage(

@@ -58,7 +58,8 @@ class EventReader(Protocol):
 
     def end_of_body(self) -> list[StreamItem]:
         """The body ended cleanly before the protocol's final event: the end it still
-        makes, or why that is malformed."""
+        makes, or the cut stream it is (a ``TransportError``, retried like a lost
+        connection while no answer text was shown)."""
         ...
 
 

@@ -46,6 +46,7 @@ from treadle.domain.values.model import (
     StreamEnd,
     TextDelta,
     ToolCallReady,
+    TransportError,
     UsageReported,
 )
 
@@ -116,8 +117,11 @@ class OpenAIChatReader:
             # Some servers close the stream after the finish chunk without [DONE]; the
             # answer is whole (the usage chunk, if any, came before the close).
             return self._done()
+        # A body that ends cleanly short of its end is a cut stream, as a connection
+        # lost mid-answer is: retried while nothing was shown.
         where = f"after {self._chunks} chunks, before any finish_reason"
-        return [Failure(MalformedStream(f"the stream ended before data: [DONE] ({where})"))]
+        detail = f"the stream ended before data: [DONE] ({where})"
+        return [Failure(TransportError("connection_closed", detail))]
 
     def _choice(self, choice: JsonObject) -> list[StreamItem]:
         items: list[StreamItem] = []

@@ -9,8 +9,10 @@ and ``response.output_item.done`` with the finished item, then one terminal even
 
 Deltas are shown as they come; each finished item is taken from its ``done`` event,
 the one place where a reasoning item's ``encrypted_content`` is whole. Items are
-keyed by ``output_index``: a delta for an item that was never added means the stream
-cannot be trusted. Event kinds this does not know are skipped.
+keyed by ``output_index``; an event without one (codex's test servers, some proxies)
+names its item by id (``item_id``, or the item's own ``id``), and one with neither
+belongs to the item last added and not yet done. A delta for an item that was never
+added means the stream cannot be trusted. Event kinds this does not know are skipped.
 
 Example::
 
@@ -46,6 +48,7 @@ from treadle.domain.values.model import (
     StreamEnd,
     TextDelta,
     ToolCallReady,
+    TransportError,
     UsageReported,
 )
 
@@ -64,6 +67,7 @@ class _Malformed(Exception):
 @dataclass(slots=True)
 class _Item:
     kind: str
+    name: str  # how messages name it: its output_index, its id, or its place
     arguments: list[str] = field(default_factory=list)
     streamed: bool = False  # some of its text or reasoning was shown already
     part: object = None  # the summary or content part the last reasoning came from
@@ -76,7 +80,12 @@ class OpenAIResponsesReader:
     def __init__(self) -> None:
         self.ended = False
         self.buffered = 0
-        self._items: dict[int, _Item] = {}
+        self._items: list[_Item] = []
+        # Per kind, the items not yet done, latest last (done ones are dropped lazily):
+        # what an event that names no item belongs to, found in constant time.
+        self._open: dict[str, list[_Item]] = {}
+        self._by_index: dict[int, _Item] = {}
+        self._by_id: dict[str, _Item] = {}
         self._called = False
         self._refused = False
         self._last = "nothing"
@@ -109,10 +118,10 @@ class OpenAIResponsesReader:
             return self._end([Failure(MalformedStream(str(malformed)))])
 
     def end_of_body(self) -> list[StreamItem]:
-        last = self._last
-        return [
-            Failure(MalformedStream(f"the stream ended before response.completed (after {last})"))
-        ]
+        # A body that ends cleanly short of its end is a cut stream, as a connection
+        # lost mid-answer is: retried while nothing was shown.
+        detail = f"the stream ended before response.completed (after {self._last})"
+        return [Failure(TransportError("connection_closed", detail))]
 
     def _end(self, items: list[StreamItem]) -> list[StreamItem]:
         self.ended = True
@@ -120,27 +129,60 @@ class OpenAIResponsesReader:
 
     # Items --------------------------------------------------------------------------
 
-    def _index(self, payload: JsonObject) -> int:
+    def _key(self, payload: JsonObject) -> int | str | None:
+        """What names the event's item: its output_index, else its item's id, else
+        nothing (the item is then the one last added and not yet done)."""
         index = payload.get("output_index")
-        if not isinstance(index, int) or isinstance(index, bool):
-            raise _Malformed(f"{self._last} without an output_index")
-        return index
+        if isinstance(index, int) and not isinstance(index, bool):
+            return index
+        return text(payload.get("item_id")) or text(obj(payload.get("item")).get("id")) or None
 
-    def _item(self, payload: JsonObject, *kinds: str) -> _Item:
-        index = self._index(payload)
-        item = self._items.get(index)
+    def _find(self, key: int | str | None, kind: str = "") -> _Item | None:
+        """The item ``key`` names; with no key, the last one of ``kind`` not yet done."""
+        if isinstance(key, int):
+            return self._by_index.get(key)
+        if key is not None:
+            return self._by_id.get(key)
+        waiting = self._open.get(kind, [])
+        while waiting and waiting[-1].done:
+            waiting.pop()
+        return waiting[-1] if waiting else None
+
+    def _add(self, key: int | str | None, kind: str, item_id: str = "") -> _Item:
+        """A new item; one added with an index is found by its id too, for a server
+        that gives the index on some events and only the id on others."""
+        item = _Item(kind or "other", _named(key) if key is not None else f"#{len(self._items)}")
+        self._items.append(item)
+        self._open.setdefault(item.kind, []).append(item)
+        if isinstance(key, int):
+            self._by_index[key] = item
+        elif key is not None:
+            self._by_id[key] = item
+        if item_id:
+            self._by_id.setdefault(item_id, item)
+        return item
+
+    def _item(self, payload: JsonObject, kind: str) -> _Item:
+        key = self._key(payload)
+        item = self._find(key, kind)
+        if item is None and key is None:
+            # Nothing names an item and none of its kind is open: it starts its own.
+            item = self._add(None, kind)
         if item is None or item.done:
             state = "which is already done" if item is not None else "which was never added"
-            raise _Malformed(f"{self._last} for output item {index}, {state}")
-        if item.kind not in kinds:
-            raise _Malformed(f"{self._last} for output item {index}, a {item.kind} item")
+            raise _Malformed(f"{self._last} for output item {_named(key)}, {state}")
+        if item.kind != kind:
+            raise _Malformed(
+                f"{self._last} for output item {item.name}, which is a {item.kind} item"
+            )
         return item
 
     def _item_added(self, payload: JsonObject) -> list[StreamItem]:
-        index = self._index(payload)
-        if index in self._items:
-            raise _Malformed(f"output item {index} was added twice")
-        self._items[index] = _Item(text(obj(payload.get("item")).get("type")) or "other")
+        key = self._key(payload)
+        if key is not None and self._find(key) is not None:
+            raise _Malformed(f"output item {_named(key)} was added twice")
+        added = obj(payload.get("item"))
+        self._add(key, text(added.get("type")), text(added.get("id")))
         return []
 
     def _text_delta(self, payload: JsonObject) -> list[StreamItem]:
@@ -172,18 +214,20 @@ class OpenAIResponsesReader:
         return [Success(ReasoningText(delta))]
 
     def _item_done(self, payload: JsonObject) -> list[StreamItem]:
-        index = self._index(payload)
+        key = self._key(payload)
         finished = obj(payload.get("item"))
         kind = text(finished.get("type"))
-        item = self._items.setdefault(index, _Item(kind or "other"))
+        item = self._find(key, kind or "other")
+        if item is None:
+            item = self._add(key, kind, text(finished.get("id")))  # finished whole, never added
         if item.done:
-            raise _Malformed(f"output item {index} was done twice")
+            raise _Malformed(f"output item {item.name} was done twice")
         item.done = True
         match kind:
             case "function_call":
                 name = text(finished.get("name"))
                 if not name:
-                    raise _Malformed(f"function call item {index} arrived without a name")
+                    raise _Malformed(f"function call item {item.name} arrived without a name")
                 call_id = text(finished.get("call_id")) or text(finished.get("id"))
                 arguments = text(finished.get("arguments")) or "".join(item.arguments) or "{}"
                 self._called = True
@@ -217,9 +261,7 @@ class OpenAIResponsesReader:
 
     def _completed(self, payload: JsonObject) -> list[StreamItem]:
         unfinished = [
-            index
-            for index, item in self._items.items()
-            if item.kind == "function_call" and not item.done
+            item.name for item in self._items if item.kind == "function_call" and not item.done
         ]
         if unfinished:
             raise _Malformed(
@@ -251,6 +293,11 @@ class OpenAIResponsesReader:
         # The SDK's type is flat (code, message); servers have been seen nesting it.
         nested = payload.get("error")
         return self._end([_reported(nested if isinstance(nested, dict) else payload)])
+
+
+def _named(key: int | str | None) -> str:
+    """An item as messages name it: ``3`` by its output_index, ``'msg_1'`` by its id."""
+    return repr(key) if isinstance(key, str) else str(key)
 
 
 def _reported(error: JsonObject) -> StreamItem:

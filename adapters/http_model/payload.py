@@ -11,7 +11,13 @@ from returns.result import Failure, Result
 
 from treadle.adapters.context_refusals import context_refusal
 from treadle.adapters.http_model.sse import SseEvent
-from treadle.domain.values.model import HttpStatusError, MalformedStream, ModelError, StreamEvent
+from treadle.domain.values.model import (
+    ERROR_EVENT,
+    HttpStatusError,
+    MalformedStream,
+    ModelError,
+    StreamEvent,
+)
 
 JsonObject = dict[str, Any]
 
@@ -106,10 +112,12 @@ def count(value: Any) -> int:
 
 
 def server_error(error: Any) -> Result[StreamEvent, ModelError]:
-    """An error the server sent inside the stream, as a failure the retry rules know.
+    """An error the server sent inside the stream, as a failure the retry rules know,
+    said as an error event (the response itself was 200 OK).
 
     A ``code`` that is a status (``500``, or ``"500"`` as LiteLLM sends it) is that
-    status; a refusal for length is :class:`ContextExceeded`.
+    status, a known kind the status it stands for; a refusal for length is
+    :class:`ContextExceeded`; any other error ends the answer, not retried.
     """
     refusal = context_refusal(error)
     if refusal is not None:
@@ -118,12 +126,11 @@ def server_error(error: Any) -> Result[StreamEvent, ModelError]:
     status = _status(fields.get("code"))
     kind = text(fields.get("type")) or ("" if status else text(fields.get("code")))
     message = text(fields.get("message")) or text(error) or "no message"
+    said = f"{kind}: {message}" if kind else message
+    status = status or STATUS_OF_ERROR_KIND.get(kind, 0)
     if status:
-        return Failure(HttpStatusError(status, f"{kind}: {message}" if kind else message))
-    if kind in STATUS_OF_ERROR_KIND:
-        return Failure(HttpStatusError(STATUS_OF_ERROR_KIND[kind], f"{kind}: {message}"))
-    label = kind or "an error"
-    return Failure(MalformedStream(f"the server reported {label} mid-answer: {message}"))
+        return Failure(HttpStatusError(status, said, mid_stream=True))
+    return Failure(MalformedStream(f"{ERROR_EVENT}: {said}"))
 
 
 def _status(code: Any) -> int:

@@ -138,13 +138,24 @@ class TransportError:
 
 @dataclass(frozen=True, slots=True)
 class HttpStatusError:
-    """The server answered with an error status. ``detail`` never holds a key."""
+    """The server answered with an error status. ``detail`` never holds a key.
+
+    ``mid_stream``: the error came as an event inside a stream that began with 200 OK;
+    ``status`` is then the one its code or kind stands for (``overloaded_error``: 503),
+    read by the retry rules and never shown as if the server had sent it.
+    """
 
     status: int
     detail: str = ""
+    mid_stream: bool = False
 
     def describe(self) -> str:
-        return f"HTTP {self.status}" + (f": {self.detail}" if self.detail else "")
+        said = f": {self.detail}" if self.detail else ""
+        return (ERROR_EVENT if self.mid_stream else f"HTTP {self.status}") + said
+
+
+ERROR_EVENT = "the server sent an error event mid-stream"
+"""How an error that came inside a stream is described, so that a recorded one reads back."""
 
 
 @dataclass(frozen=True, slots=True)

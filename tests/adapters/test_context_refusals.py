@@ -205,9 +205,9 @@ def test_other_errors_are_not_refusals_for_length(body: bytes) -> None:
 
 def test_an_error_in_the_stream_with_a_string_code_is_that_status() -> None:
     failure = server_error({"message": "upstream gone", "type": None, "code": "500"}).failure()
-    assert failure == HttpStatusError(500, "upstream gone")
+    assert failure == HttpStatusError(500, "upstream gone", mid_stream=True)
     rate = server_error({"message": "slow down", "code": 429}).failure()
-    assert rate == HttpStatusError(429, "slow down")
+    assert rate == HttpStatusError(429, "slow down", mid_stream=True)
     unknown = server_error({"message": "odd", "code": "abc"}).failure()
     assert isinstance(unknown, MalformedStream)
 

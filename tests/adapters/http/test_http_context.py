@@ -290,7 +290,9 @@ async def test_an_error_in_the_stream_with_a_string_code_is_retried_as_its_statu
     assert outcome.screen_line == "Turn finished"
     assert isinstance(terminal, RecordingTerminal)
     [retry] = terminal.of_type(RetryScheduled)
-    assert retry.error.startswith("HTTP 500: litellm.APIConnectionError")
+    assert retry.error.startswith(
+        "the server sent an error event mid-stream: litellm.APIConnectionError"
+    )
     assert clock.slept == [1.0]
 
 

@@ -43,6 +43,7 @@ class Expected:
     thoughts: str = ""  # the reasoning text shown
     reasoning: tuple[str, ...] = ()  # the kinds of reasoning kept, in order
     text_starts: str = ""  # for a long recorded answer: how it begins, instead of ``text``
+    text_ends: str = ""  # and how it ends
     max_tokens: int = 1024  # the budget the recorded request asked for
 
 
@@ -93,7 +94,7 @@ ANTHROPIC = {
         StreamEnd("tool_use"),
     ),
     "handmade/anthropic/overloaded_mid_stream.sse": Expected(
-        "Checking", failure=HttpStatusError(503, "overloaded_error: Overloaded")
+        "Checking", failure=HttpStatusError(503, "overloaded_error: Overloaded", mid_stream=True)
     ),
     "handmade/anthropic/thinking_text_and_two_tools.sse": Expected(
         "Listing it.",
@@ -134,8 +135,48 @@ ANTHROPIC = {
         usage=Usage(18 + 4608 + 310, 7, cache_read_tokens=4608, cache_write_tokens=310),
         end=StreamEnd("end_turn"),
     ),
+    # The SDK's fixtures of 2026-12-01 (anthropic/more): block types treadle does not
+    # know (compaction, fallback) are left out of the answer, and the text beside them
+    # is read as usual.
+    "anthropic/more/compaction_response.sse": Expected(
+        "Hello there!", usage=Usage(30, 8), end=StreamEnd("end_turn")
+    ),
+    "anthropic/more/fallback_response.sse": Expected(
+        "Hello there!", usage=Usage(25, 8), end=StreamEnd("end_turn")
+    ),
+    "anthropic/more/fallback_credit_response.sse": Expected(
+        "Hello there!", usage=Usage(25, 8), end=StreamEnd("end_turn")
+    ),
+    # A refusal after thinking: its stop_details name no category and no explanation.
+    "anthropic/more/fable-stream-a-refusal.sse": Expected(
+        "Hi",
+        usage=Usage(28, 106, reasoning_tokens=67),
+        end=StreamEnd("refusal", ""),
+        thoughts="Simple educational question about what a solar eclipse is. This is benign"
+        " general knowledge \u2014 definitions are fine. Also the user called me"
+        ' "claudius" \u2014 I\'m Claude. Minor correction or just roll with it politely.',
+        reasoning=("thinking",),
+    ),
+    # A web search the server ran itself: its server_tool_use block streams its input
+    # as input_json_delta, its result block comes whole; neither is a call of ours.
+    # message_delta's usage (28 in) replaces message_start's (612 in).
+    "anthropic/more/fable-stream-a-toolrefusal.sse": Expected(
+        "Here's a summary of this year's solar eclipses and how",
+        usage=Usage(28, 106, reasoning_tokens=67),
+        end=StreamEnd("refusal", ""),
+    ),
+    "anthropic/more/fable-stream-b-fallback.sse": Expected(
+        text_starts=" there! Happy to explain.\n\n**Solar eclipses** happen when",
+        text_ends="Just let me know what's sparking your interest!",
+        usage=Usage(31, 547),
+        end=StreamEnd("end_turn"),
+    ),
+    # The SDK's own test of an error event on a 200 stream: overloaded, so retried.
+    "anthropic/more/error-overloaded.sse": Expected(
+        failure=HttpStatusError(503, "overloaded_error: Overloaded", mid_stream=True)
+    ),
     "anthropic-thinking/error_overloaded_mid_stream.sse": Expected(
-        "Looking at", failure=HttpStatusError(503, "overloaded_error: Overloaded")
+        "Looking at", failure=HttpStatusError(503, "overloaded_error: Overloaded", mid_stream=True)
     ),
 }
 
@@ -187,6 +228,95 @@ OPENAI = {
         usage=Usage(17, 71),
         end=StreamEnd("end_turn"),
     ),
+    # openai-python's live gpt-4o recordings of 2026-12-01 (openai-chat/recorded).
+    "openai-chat/recorded/83b060ba.sse": Expected(
+        "Foo!", usage=Usage(9, 2), end=StreamEnd("end_turn")
+    ),
+    "openai-chat/recorded/e2aad469.sse": Expected(
+        "I'm unable to provide real-time weather updates. To get the current weather in San"
+        " Francisco, I recommend checking a reliable weather website or a weather app.",
+        usage=Usage(14, 30),
+        end=StreamEnd("end_turn"),
+    ),
+    "openai-chat/recorded/7e5ea4d1.sse": Expected(
+        '{"city":"San Francisco","temperature":61,"units":"f"}',
+        usage=Usage(79, 14),
+        end=StreamEnd("end_turn"),
+    ),
+    "openai-chat/recorded/d6155801.sse": Expected(
+        text_starts='\n  {\n    "location": "San Francisco, CA",\n    "weather": {\n'
+        '      "temperature": "18\u00b0C",',
+        text_ends='"condition": "Cloudy"\n      }\n    ]\n  }\n',
+        usage=Usage(19, 177),
+        end=StreamEnd("end_turn"),
+    ),
+    # n=3: choices 1 and 2 are left unread.
+    "openai-chat/recorded/a491adda.sse": Expected(
+        '{"city":"San Francisco","temperature":65,"units":"f"}',
+        usage=Usage(79, 42),
+        end=StreamEnd("end_turn"),
+    ),
+    # One token of a budget of one: a cut answer, continued, not a full window.
+    "openai-chat/recorded/4cc50a61.sse": Expected(
+        '{"', usage=Usage(79, 1), end=StreamEnd("max_tokens"), max_tokens=1
+    ),
+    "openai-chat/recorded/173417d5.sse": Expected(
+        "I'm sorry, I can't assist with that request.",
+        usage=Usage(79, 11),
+        end=StreamEnd("refusal"),
+    ),
+    "openai-chat/recorded/569c877e.sse": Expected(
+        "I'm very sorry, but I can't assist with that.",
+        usage=Usage(79, 12),
+        end=StreamEnd("refusal"),
+    ),
+    "openai-chat/recorded/2018feb6.sse": Expected(
+        "",
+        (ToolCall("call_4XzlGBLtUe9dy3GVNV4jhq7h", "get_weather", '{"city":"New York City"}'),),
+        Usage(44, 16),
+        StreamEnd("tool_use"),
+    ),
+    "openai-chat/recorded/a247c49c.sse": Expected(
+        "",
+        (
+            ToolCall(
+                "call_CTf1nWJLqSeRgDqaCG27xZ74",
+                "get_weather",
+                '{"city":"San Francisco","state":"CA"}',
+            ),
+        ),
+        Usage(48, 19),
+        StreamEnd("tool_use"),
+    ),
+    "openai-chat/recorded/c6aa7e39.sse": Expected(
+        "",
+        (
+            ToolCall(
+                "call_c91SqDXlYFuETYv8mUHzz6pp",
+                "GetWeatherArgs",
+                '{"city":"Edinburgh","country":"UK","units":"c"}',
+            ),
+        ),
+        Usage(76, 24),
+        StreamEnd("tool_use"),
+    ),
+    "openai-chat/recorded/f82268f2.sse": Expected(
+        "",
+        (
+            ToolCall(
+                "call_JMW1whyEaYG438VE1OIflxA2",
+                "GetWeatherArgs",
+                '{"city": "Edinburgh", "country": "GB", "units": "c"}',
+            ),
+            ToolCall(
+                "call_DNYTawLBoN8fj3KN6qU9N1Ou",
+                "get_stock_price",
+                '{"ticker": "AAPL", "exchange": "NASDAQ"}',
+            ),
+        ),
+        Usage(149, 60),
+        StreamEnd("tool_use"),
+    ),
     "handmade/openai-chat/text_then_tool_call.sse": Expected(
         "Let me look at the tests first.",
         (ToolCall("call_treadle01", "bash", '{"command": "pytest -q"}'),),
@@ -211,6 +341,7 @@ OPENAI = {
             "litellm.APIConnectionError: APIConnectionError: OpenAIException - Response payload "
             "is not completed: <TransferEncodingError: 400, message='Not enough data to "
             "satisfy transfer length header.'>",
+            mid_stream=True,
         ),
     ),
     "handmade/openai-chat/error_mid_stream.sse": Expected(
@@ -219,6 +350,7 @@ OPENAI = {
             500,
             "server_error: The server had an error while processing your request."
             " Sorry about that!",
+            mid_stream=True,
         ),
     ),
     # Written from the documented fields (issue 11): reasoning deltas of four servers.
@@ -306,14 +438,21 @@ RESPONSES = {
     ),
     # A server error is retried like a 500 before the stream; the window is not.
     "responses/failed.sse": Expected(
-        failure=HttpStatusError(500, "server_error: The model failed to generate a response.")
+        failure=HttpStatusError(
+            500, "server_error: The model failed to generate a response.", mid_stream=True
+        )
     ),
     "responses/error_mid_stream.sse": Expected(
         "Let me look at the failing",
         failure=HttpStatusError(
             500,
             "server_error: An error occurred while processing your request. Please retry.",
+            mid_stream=True,
         ),
+    ),
+    # codex's own fixture: one message given whole, with no output_index and no id.
+    "responses/codex-cli_responses_fixture.sse": Expected(
+        "fixture hello", end=StreamEnd("end_turn")
     ),
     "responses/failed_context_length_exceeded.sse": Expected(failure=CONTEXT_WINDOW),
     "responses/error_nested_context_length.sse": Expected(failure=CONTEXT_WINDOW),
@@ -335,6 +474,7 @@ async def _check(
     heard = await listen(model.stream(a_request(max_tokens=expected.max_tokens)))
     if expected.text_starts:
         assert heard.text.startswith(expected.text_starts)
+        assert heard.text.endswith(expected.text_ends)
     else:
         assert heard.text == expected.text
     assert heard.thoughts == expected.thoughts

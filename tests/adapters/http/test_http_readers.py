@@ -23,6 +23,7 @@ from treadle.domain.values.model import (
     StreamEnd,
     TextDelta,
     ToolCallReady,
+    TransportError,
     UsageReported,
 )
 
@@ -86,8 +87,14 @@ def malformed(items: list[StreamItem]) -> str:
         ((START, text_delta(5, "x")), "content_block_delta for block 5, which is not open"),
         ((START, text_block(0), block_stop(0), text_delta(0, "x")), "block 0, which is not open"),
         ((START, block_stop(0)), "content_block_stop for block 0, which is not open"),
-        ((START, tool_block(0), text_delta(0, "x")), "text_delta for block 0, a tool_use block"),
-        ((START, text_block(0), json_delta(0, "{")), "input_json_delta for block 0, a text block"),
+        (
+            (START, tool_block(0), text_delta(0, "x")),
+            "text_delta for block 0, which is a tool_use block",
+        ),
+        (
+            (START, text_block(0), json_delta(0, "{")),
+            "input_json_delta for block 0, which is a text block",
+        ),
         ((START, anthropic("content_block_delta", delta={})), "without a block index"),
         ((START, STOP), "message_stop without a stop reason"),
         (
@@ -108,6 +115,55 @@ def test_an_anthropic_stream_out_of_order_is_malformed(
     events: tuple[SseEvent, ...], says: str
 ) -> None:
     assert says in malformed(feed(AnthropicReader(), *events))
+
+
+@pytest.mark.parametrize(
+    ("block", "deltas"),
+    [
+        (
+            {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {}},
+            [{"type": "input_json_delta", "partial_json": '{"query": "x"}'}],
+        ),
+        ({"type": "web_search_tool_result", "tool_use_id": "srvtoolu_1", "content": []}, []),
+        (
+            {"type": "compaction", "content": None},
+            [{"type": "compaction_delta", "content": "Earlier, in short."}],
+        ),
+        ({"type": "a_future_block"}, [{"type": "text_delta", "text": "not ours"}]),
+    ],
+)
+def test_a_block_of_a_kind_treadle_does_not_know_is_left_out_and_never_ends_the_turn(
+    block: dict[str, Any], deltas: list[dict[str, Any]]
+) -> None:
+    items = feed(
+        AnthropicReader(),
+        START,
+        anthropic("content_block_start", index=0, content_block=block),
+        *[anthropic("content_block_delta", index=0, delta=delta) for delta in deltas],
+        block_stop(0),
+        text_block(1),
+        text_delta(1, "Found it."),
+        block_stop(1),
+        message_delta("end_turn"),
+        STOP,
+    )
+    assert items == [
+        Success(TextDelta("Found it.")),
+        Success(UsageReported(Usage(5, 7))),
+        Success(StreamEnd("end_turn")),
+    ]
+
+
+def test_a_block_of_an_unknown_kind_left_open_does_not_fail_the_answer() -> None:
+    block = {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {}}
+    items = feed(
+        AnthropicReader(),
+        START,
+        anthropic("content_block_start", index=0, content_block=block),
+        message_delta("end_turn"),
+        STOP,
+    )
+    assert items[-1] == Success(StreamEnd("end_turn"))
 
 
 def test_anthropic_pings_and_unknown_events_are_read_past() -> None:
@@ -170,16 +226,21 @@ def test_an_input_given_whole_at_the_start_is_kept() -> None:
     [
         (
             {"type": "overloaded_error", "message": "Overloaded"},
-            HttpStatusError(503, "overloaded_error: Overloaded"),
+            HttpStatusError(503, "overloaded_error: Overloaded", mid_stream=True),
         ),
-        ({"type": "api_error", "message": "Internal"}, HttpStatusError(500, "api_error: Internal")),
+        (
+            {"type": "api_error", "message": "Internal"},
+            HttpStatusError(500, "api_error: Internal", mid_stream=True),
+        ),
         (
             {"type": "rate_limit_error", "message": "Slow"},
-            HttpStatusError(429, "rate_limit_error: Slow"),
+            HttpStatusError(429, "rate_limit_error: Slow", mid_stream=True),
         ),
         (
             {"type": "invalid_request_error", "message": "Bad"},
-            MalformedStream("the server reported invalid_request_error mid-answer: Bad"),
+            MalformedStream(
+                "the server sent an error event mid-stream: invalid_request_error: Bad"
+            ),
         ),
     ],
 )
@@ -204,11 +265,16 @@ def test_anthropic_stop_sequence_ends_the_turn() -> None:
     assert items[-1] == Success(StreamEnd("end_turn"))
 
 
-def test_anthropic_end_of_body_names_the_last_event() -> None:
+def test_anthropic_end_of_body_is_a_cut_stream_that_names_the_last_event() -> None:
     reader = AnthropicReader()
     feed(reader, START, text_block(0))
     assert reader.end_of_body() == [
-        Failure(MalformedStream("the stream ended before message_stop (after content_block_start)"))
+        Failure(
+            TransportError(
+                "connection_closed",
+                "the stream ended before message_stop (after content_block_start)",
+            )
+        )
     ]
 
 
@@ -240,13 +306,14 @@ def test_openai_done_before_any_finish_reason_is_malformed() -> None:
     )
 
 
-def test_openai_end_of_body_says_how_far_it_got() -> None:
+def test_openai_end_of_body_is_a_cut_stream_that_says_how_far_it_got() -> None:
     reader = OpenAIChatReader()
     feed(reader, chunk({"content": "Hi"}), chunk({"content": " there"}))
     assert reader.end_of_body() == [
         Failure(
-            MalformedStream(
-                "the stream ended before data: [DONE] (after 2 chunks, before any finish_reason)"
+            TransportError(
+                "connection_closed",
+                "the stream ended before data: [DONE] (after 2 chunks, before any finish_reason)",
             )
         )
     ]
@@ -365,17 +432,23 @@ def test_reasoning_is_read_apart_from_the_answer_and_other_choices_not_at_all() 
 @pytest.mark.parametrize(
     ("error", "expected"),
     [
-        ({"message": "Busy", "type": "server_error"}, HttpStatusError(500, "server_error: Busy")),
+        (
+            {"message": "Busy", "type": "server_error"},
+            HttpStatusError(500, "server_error: Busy", mid_stream=True),
+        ),
         (
             {"message": "Bad", "type": "BadRequestError", "code": 400},
-            HttpStatusError(400, "BadRequestError: Bad"),
+            HttpStatusError(400, "BadRequestError: Bad", mid_stream=True),
         ),
         (
             {"message": "Slow", "code": "rate_limit_exceeded"},
-            HttpStatusError(429, "rate_limit_exceeded: Slow"),
+            HttpStatusError(429, "rate_limit_exceeded: Slow", mid_stream=True),
         ),
-        ({"message": "Odd"}, MalformedStream("the server reported an error mid-answer: Odd")),
-        ("plain words", MalformedStream("the server reported an error mid-answer: plain words")),
+        ({"message": "Odd"}, MalformedStream("the server sent an error event mid-stream: Odd")),
+        (
+            "plain words",
+            MalformedStream("the server sent an error event mid-stream: plain words"),
+        ),
     ],
 )
 def test_an_openai_error_chunk_mid_stream(error: Any, expected: ModelError) -> None:

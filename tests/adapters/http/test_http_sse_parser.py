@@ -77,15 +77,20 @@ def test_without_flushing_a_pending_event_is_dropped_as_whatwg_says() -> None:
     assert parse(b"data: {}\n\n", flush_at_eof=False) == [SseEvent("", "{}")]
 
 
-# The recordings whose last event has no blank line after it (see SOURCES.md).
+# The recordings whose last event has no blank line after it (see SOURCES.md), and
+# that event.
 UNTERMINATED = {
-    "anthropic/basic_response.sse",
-    "anthropic/tool_use_response.sse",
-    "anthropic/tool_use_invalid_json_response.sse",
-    "anthropic/incomplete_partial_json_response.sse",
-    "anthropic/out_of_order_response.sse",
-    "anthropic/refusal_response.sse",
-    "anthropic/extra_fields_response.sse",
+    "anthropic/basic_response.sse": "message_stop",
+    "anthropic/tool_use_response.sse": "message_stop",
+    "anthropic/tool_use_invalid_json_response.sse": "message_stop",
+    "anthropic/incomplete_partial_json_response.sse": "message_stop",
+    "anthropic/out_of_order_response.sse": "message_stop",
+    "anthropic/refusal_response.sse": "message_stop",
+    "anthropic/extra_fields_response.sse": "message_stop",
+    "anthropic/more/compaction_response.sse": "message_stop",
+    "anthropic/more/fallback_response.sse": "message_stop",
+    "anthropic/more/fallback_credit_response.sse": "message_stop",
+    "responses/codex-cli_responses_fixture.sse": "response.completed",
 }
 ALL_FILES = sorted(str(path.relative_to(STREAMS)) for path in STREAMS.rglob("*.sse"))
 
@@ -96,6 +101,6 @@ def test_the_end_of_body_rule_matters_exactly_for_the_unterminated_files(name: s
     flushed, strict = parse(body), parse(body, flush_at_eof=False)
     if name in UNTERMINATED:
         assert flushed[:-1] == strict
-        assert flushed[-1].name == "message_stop"
+        assert flushed[-1].name == UNTERMINATED[name]
     else:
         assert flushed == strict
