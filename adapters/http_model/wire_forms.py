@@ -1,0 +1,100 @@
+"""Each message's wire form made once, and a request's body joined from them.
+
+A turn sends its whole history with every request: building and encoding every past
+message again each time would make a long turn quadratic. :class:`WireForms` keeps the
+forms of the messages of the last request (per conversation: a sub-agent has its own
+history) and makes only the new ones; :func:`encoded_body` then joins the body from
+pieces already encoded, byte for byte what ``json.dumps(body).encode()`` would give.
+
+A form must depend on the message's value alone (and on settings fixed for the
+cache): a message equal to one already seen has the same form.
+
+Example::
+
+    forms = WireForms(lambda message: json.dumps({"content": message.text}).encode())
+    body = encoded_body({"model": "m", "messages": None}, "messages", forms.of(messages))
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, Generic, TypeVar
+
+from treadle.domain.values.conversation import Message
+
+Form = TypeVar("Form")
+T = TypeVar("T")
+
+LANES = 8
+"""How many conversations (the main one, sub-agents', a compaction's) keep their forms."""
+
+
+class WireForms(Generic[Form]):
+    """The forms of a request's messages: those of the last request of the same
+    conversation reused, the rest made by ``make``.
+
+    What is reused is found at C speed: the longest common prefix of the two lists
+    (compared by identity, or by value where two messages are equal); past it (a
+    pruned result, a compaction), each message is looked up by identity."""
+
+    def __init__(self, make: Callable[[Message], Form]) -> None:
+        self._make = make
+        # Keyed by the identity of a conversation's first message (kept alive in it).
+        self._lanes: dict[int, tuple[list[Message], list[Form]]] = {}
+
+    def of(self, messages: Sequence[Message]) -> list[Form]:
+        current = list(messages)
+        if not current:
+            return []
+        key = id(current[0])
+        old_messages, old_forms = self._lanes.pop(key, ([], []))
+        kept = common_prefix(old_messages, current)
+        forms = old_forms[:kept]
+        if kept < len(current):
+            known: dict[int, Form] = {}
+            if kept < len(old_messages):
+                known = {id(m): f for m, f in zip(old_messages, old_forms, strict=True)}
+            for message in current[kept:]:
+                form = known.get(id(message))
+                forms.append(self._make(message) if form is None else form)
+        self._lanes[key] = (current, forms)
+        if len(self._lanes) > LANES:
+            del self._lanes[next(iter(self._lanes))]  # the one used longest ago
+        return forms
+
+
+def common_prefix(old: list[T], new: list[T]) -> int:
+    """How many leading items ``old`` and ``new`` share (list comparison: C speed, the
+    same object taken as equal without asking it)."""
+    size = min(len(old), len(new))
+    if old[:size] == new[:size]:
+        return size
+    low, high = 0, size  # old[:low] == new[:low], old[:high] != new[:high]
+    while high - low > 1:
+        middle = (low + high) // 2
+        if old[:middle] == new[:middle]:
+            low = middle
+        else:
+            high = middle
+    return low
+
+
+def encoded(value: Any) -> bytes:
+    """``value`` as a request body encodes it (``json.dumps`` defaults: ASCII)."""
+    return json.dumps(value).encode()
+
+
+def encoded_list(items: Iterable[bytes]) -> bytes:
+    """A JSON array of items already encoded, as ``json.dumps`` writes one."""
+    return b"[" + b", ".join(items) + b"]"
+
+
+def encoded_body(body: dict[str, Any], key: str, items: Iterable[bytes]) -> bytes:
+    """``json.dumps(body).encode()``, ``body[key]`` being the array of ``items``,
+    each already encoded (whatever ``body[key]`` holds is not looked at)."""
+    parts = [
+        encoded(name) + b": " + (encoded_list(items) if name == key else encoded(value))
+        for name, value in body.items()
+    ]
+    return b"{" + b", ".join(parts) + b"}"
