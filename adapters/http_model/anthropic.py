@@ -28,6 +28,7 @@ from treadle.adapters.http_model.endpoint import HttpModel, ModelOptions
 from treadle.adapters.http_model.exchange import EventReader
 from treadle.adapters.http_model.server_facts import ProbeTarget
 from treadle.adapters.http_model.wire_forms import (
+    REJOIN,
     WireForms,
     common_prefix,
     encoded,
@@ -334,6 +335,9 @@ Block = tuple[str, bool, bytes]
 Turn = tuple[str, tuple[Block, ...]]
 """A message's role and blocks, before neighbours of one role are merged."""
 MARKER = b', "cache_control": ' + encoded(EPHEMERAL) + b"}"
+LOOSE = 8
+"""Messages at the end left out of the joined prefix: markers go on the last two user
+messages, never more than four back, since neighbours of one role are merged."""
 
 
 def _wire_turn(message: Message) -> Turn:
@@ -358,6 +362,9 @@ class WireMessages:
         self._starts: list[int] = []
         self._merged: list[tuple[str, list[Block]]] = []
         self._json: list[bytes] = []
+        # The JSON of the first ``_joined`` messages, joined: a request copies it whole.
+        self._joined = 0
+        self._prefix = b""
 
     def encoded(self, request: ModelRequest, *, thinking: bool, marked: int) -> list[bytes]:
         """The JSON of each message; ``marked``: the breakpoints already in the body."""
@@ -366,6 +373,8 @@ class WireMessages:
         kept = bisect_left(self._starts, common_prefix(self._turns, turns))
         # The last message kept from before could take in the turns that follow it.
         kept = max(0, kept - 1)
+        if kept < self._joined:
+            self._joined, self._prefix = 0, b""
         resume = self._starts[kept] if kept < len(self._starts) else 0
         del self._starts[kept:], self._merged[kept:], self._json[kept:]
         for index in range(resume, len(turns)):
@@ -384,7 +393,11 @@ class WireMessages:
                 merged.sort(key=lambda block: block[0] != "tool_result")
             self._json.append(_message_json(role, [block[2] for block in merged]))
         self._turns = turns
-        return self._marked(marked)
+        sent = self._marked(marked)
+        if len(sent) - self._joined > REJOIN + LOOSE:
+            self._joined = len(sent) - LOOSE
+            self._prefix = b", ".join(self._json[: self._joined])
+        return [self._prefix, *sent[self._joined :]] if self._joined else sent
 
     def _marked(self, marked: int) -> list[bytes]:
         """The messages' JSON with markers on the last two user messages (as
@@ -397,6 +410,8 @@ class WireMessages:
                 continue
             where = next((i for i in range(len(blocks) - 1, -1, -1) if blocks[i][1]), None)
             if where is not None and marked < MAX_BREAKPOINTS:
+                if number < self._joined:  # not where it was: joined again when next due
+                    self._joined, self._prefix = 0, b""
                 pieces = [block[2] for block in blocks]
                 pieces[where] = pieces[where][:-1] + MARKER
                 sent[number] = _message_json(role, pieces)

@@ -23,7 +23,7 @@ from treadle.adapters.http_model.endpoint import HttpModel, ModelOptions
 from treadle.adapters.http_model.exchange import EventReader
 from treadle.adapters.http_model.openai_chat_reader import OpenAIChatReader
 from treadle.adapters.http_model.payload import decode
-from treadle.adapters.http_model.wire_forms import WireForms, encoded, encoded_body
+from treadle.adapters.http_model.wire_forms import WireBytes, encoded, encoded_body
 from treadle.domain.rules.arguments import sendable_arguments
 from treadle.domain.values.conversation import Message
 from treadle.domain.values.model import ModelRequest, ToolSpec
@@ -41,7 +41,7 @@ class OpenAIChatModel(HttpModel):
     def key_headers(self, key: str | None) -> dict[str, str]:
         return {"authorization": f"Bearer {key}"} if key is not None else {}
 
-    _forms: dict[bool, WireForms[bytes]] | None = None
+    _forms: dict[bool, WireBytes] | None = None
 
     def protocol(
         self, request: ModelRequest, key: str | None
@@ -52,9 +52,9 @@ class OpenAIChatModel(HttpModel):
             self._forms = {}
         forms = self._forms.get(echo)
         if forms is None:
-            forms = self._forms[echo] = WireForms(lambda message: encoded(_message(message, echo)))
+            forms = self._forms[echo] = WireBytes(lambda message: encoded(_message(message, echo)))
         head, tail = _around(request)
-        items = [*map(encoded, head), *forms.of(request.messages), *map(encoded, tail)]
+        items = [*map(encoded, head), *forms.items(request.messages), *map(encoded, tail)]
         body = _body(request, [], self.model, self.hosted, self.options)
         return (
             "/chat/completions",

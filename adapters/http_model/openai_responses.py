@@ -24,7 +24,7 @@ from treadle.adapters.http_model.exchange import EventReader
 from treadle.adapters.http_model.openai_chat import CONTINUE_PROMPT, OPENAI_BASE_URL
 from treadle.adapters.http_model.openai_responses_reader import OpenAIResponsesReader
 from treadle.adapters.http_model.payload import decode
-from treadle.adapters.http_model.wire_forms import WireForms, encoded, encoded_body
+from treadle.adapters.http_model.wire_forms import WireBytes, encoded, encoded_body
 from treadle.domain.rules.arguments import sendable_arguments
 from treadle.domain.values.conversation import Message, Reasoning
 from treadle.domain.values.model import ModelRequest, ToolSpec
@@ -43,7 +43,7 @@ class OpenAIResponsesModel(HttpModel):
     def key_headers(self, key: str | None) -> dict[str, str]:
         return {"authorization": f"Bearer {key}"} if key is not None else {}
 
-    _forms: WireForms[bytes] | None = None
+    _forms: WireBytes | None = None
 
     def protocol(
         self, request: ModelRequest, key: str | None
@@ -51,8 +51,8 @@ class OpenAIResponsesModel(HttpModel):
         headers = self.key_headers(key)
         if self._forms is None:
             # A message is none, one or several items: its form is their JSON, joined.
-            self._forms = WireForms(lambda message: b", ".join(map(encoded, _items(message))))
-        items = [*self._forms.of(request.messages), *map(encoded, _continued(request))]
+            self._forms = WireBytes(lambda message: b", ".join(map(encoded, _items(message))))
+        items = [*self._forms.items(request.messages), *map(encoded, _continued(request))]
         body = _body(request, [], self.model, self.hosted, self.options)
         return (
             "/responses",

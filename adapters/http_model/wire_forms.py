@@ -30,6 +30,19 @@ LANES = 8
 """How many conversations (the main one, sub-agents', a compaction's) keep their forms."""
 
 
+class _Lane(Generic[Form]):
+    """One conversation's last request: its messages, their forms, and (bytes forms)
+    the first ``joined`` of those forms joined already, as ``prefix``."""
+
+    __slots__ = ("forms", "joined", "messages", "prefix")
+
+    def __init__(self, messages: list[Message], forms: list[Form]) -> None:
+        self.messages = messages
+        self.forms = forms
+        self.joined = 0
+        self.prefix = b""
+
+
 class WireForms(Generic[Form]):
     """The forms of a request's messages: those of the last request of the same
     conversation reused, the rest made by ``make``.
@@ -41,27 +54,51 @@ class WireForms(Generic[Form]):
     def __init__(self, make: Callable[[Message], Form]) -> None:
         self._make = make
         # Keyed by the identity of a conversation's first message (kept alive in it).
-        self._lanes: dict[int, tuple[list[Message], list[Form]]] = {}
+        self._lanes: dict[int, _Lane[Form]] = {}
 
     def of(self, messages: Sequence[Message]) -> list[Form]:
+        return self._lane(messages).forms
+
+    def _lane(self, messages: Sequence[Message]) -> _Lane[Form]:
         current = list(messages)
         if not current:
-            return []
+            return _Lane([], [])
         key = id(current[0])
-        old_messages, old_forms = self._lanes.pop(key, ([], []))
-        kept = common_prefix(old_messages, current)
-        forms = old_forms[:kept]
+        old = self._lanes.pop(key, None) or _Lane([], [])
+        kept = common_prefix(old.messages, current)
+        forms = old.forms[:kept]
         if kept < len(current):
             known: dict[int, Form] = {}
-            if kept < len(old_messages):
-                known = {id(m): f for m, f in zip(old_messages, old_forms, strict=True)}
+            if kept < len(old.messages):
+                known = {id(m): f for m, f in zip(old.messages, old.forms, strict=True)}
             for message in current[kept:]:
                 form = known.get(id(message))
                 forms.append(self._make(message) if form is None else form)
-        self._lanes[key] = (current, forms)
+        lane = self._lanes[key] = _Lane(current, forms)
+        if old.joined <= kept:
+            lane.joined, lane.prefix = old.joined, old.prefix
         if len(self._lanes) > LANES:
             del self._lanes[next(iter(self._lanes))]  # the one used longest ago
-        return forms
+        return lane
+
+
+REJOIN = 64
+"""How many new forms a conversation takes before its joined prefix is made again."""
+
+
+class WireBytes(WireForms[bytes]):
+    """Forms that are JSON (none, one or several items of an array, joined by ", "),
+    handed out with most of them joined already: a request then copies one prefix
+    instead of going through every message."""
+
+    def items(self, messages: Sequence[Message]) -> list[bytes]:
+        """The non-empty pieces of the array, in order, to be joined by ", "."""
+        lane = self._lane(messages)
+        if len(lane.forms) - lane.joined > REJOIN:
+            lane.joined = len(lane.forms)
+            lane.prefix = b", ".join(filter(None, lane.forms))
+        rest = list(filter(None, lane.forms[lane.joined :]))
+        return [lane.prefix, *rest] if lane.prefix else rest
 
 
 def common_prefix(old: list[T], new: list[T]) -> int:

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from treadle.adapters.http_model import anthropic, wire_forms
 from treadle.adapters.http_model.anthropic import AnthropicModel, messages_request_body
 from treadle.adapters.http_model.endpoint import HttpModel, ModelOptions
 from treadle.adapters.http_model.openai_chat import OpenAIChatModel, chat_request_body
@@ -17,7 +18,7 @@ from treadle.adapters.http_model.openai_responses import (
     OpenAIResponsesModel,
     responses_request_body,
 )
-from treadle.adapters.http_model.wire_forms import common_prefix, encoded_body
+from treadle.adapters.http_model.wire_forms import REJOIN, common_prefix, encoded_body
 from treadle.domain.values.conversation import Message, Reasoning, ToolCall
 from treadle.domain.values.model import ModelRequest, ToolSpec
 
@@ -107,14 +108,18 @@ OPTIONS = [ModelOptions(), ModelOptions(effort="high", session="s", prompt_cache
 @pytest.mark.parametrize("seed", range(4))
 @pytest.mark.parametrize("make", MODELS)
 @pytest.mark.parametrize("options", OPTIONS)
+@pytest.mark.parametrize("rejoin", [REJOIN, 1])
 def test_a_body_joined_from_kept_messages_is_the_body_built_from_scratch(
-    seed: int, make: Any, options: ModelOptions
+    seed: int, make: Any, options: ModelOptions, rejoin: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # How often the joined prefix is made again: at every request, or as shipped.
+    monkeypatch.setattr(wire_forms, "REJOIN", rejoin)
+    monkeypatch.setattr(anthropic, "REJOIN", rejoin)
     rng = random.Random(seed)
     model = make(options)
     main: list[Message] = [Message.user("the task")]
     helper: list[Message] = [Message.user("a sub-agent's task")]
-    for number in range(300):
+    for number in range(400):
         history = helper if rng.random() < 0.2 else main
         _edit(rng, history, number)
         if not history:
