@@ -11,7 +11,7 @@ Three figures, each against the same run's start:
   one of 100 (the conversation held is bounded by the window, not by the turn);
 - the same turn through the real adapters over a local socket, Chat Completions and
   Messages: the gap from a response to the moment the next request, its body built,
-  is handed to the connection, last 100 against the first 100;
+  is handed to the connection, last 100 against the first 100 (target <= 1.1x);
 - a turn of 2,000 requests that nothing cuts, through the same adapters: the gap at
   the end against the start (target <= 1.3x; each message's wire form is made once);
 - what asking a local server its window costs: ``/props`` and ``/v1/models`` side by
@@ -55,6 +55,8 @@ HUGE_WINDOW = 10_000_000
 WINDOW = 32_768
 OUTPUT = ("2025-01-01 12:00:00 service=api status=ok latency=12ms path=/v1/things\n" * 300)[:20_000]
 RATIO_TARGET = 1.3
+FLAT_TARGET = 1.1
+"""The adapters' own figure on a window: the wire form of each message made once."""
 EDGE = 100  # requests averaged at each end
 
 
@@ -89,17 +91,20 @@ class Ends:
         return self.end / self.start
 
     @staticmethod
-    def best(runs: list[list[float]]) -> Ends:
+    def best(runs: list[list[float]], middle: bool = False) -> Ends:
+        """Each end the best run's mean (``middle``: its median, which a shared machine's
+        pauses move less)."""
+        average = statistics.median if middle else statistics.fmean
         return Ends(
-            min(statistics.fmean(run[:EDGE]) for run in runs),
-            min(statistics.fmean(run[-EDGE:]) for run in runs),
+            min(average(run[:EDGE]) for run in runs),
+            min(average(run[-EDGE:]) for run in runs),
         )
 
-    def line(self, what: str) -> str:
-        ok = "ok" if self.ratio <= RATIO_TARGET else "MISSED"
+    def line(self, what: str, target: float = RATIO_TARGET) -> str:
+        ok = "ok" if self.ratio <= target else "MISSED"
         return (
             f"{what}: {self.start * 1e3:.2f} ms at the start, {self.end * 1e3:.2f} at the end "
-            f"= {self.ratio:.2f}x (target <= {RATIO_TARGET:g}x: {ok})"
+            f"= {self.ratio:.2f}x (target <= {target:g}x: {ok})"
         )
 
 
@@ -361,14 +366,17 @@ def run() -> list[str]:
     ]
     for protocol in ("openai", "anthropic"):
         http = Ends.best([asyncio.run(_http_turn(protocol)) for _ in range(RUNS)])
-        lines.append(http.line(f"context: the {protocol} adapter over HTTP, response to request"))
+        # The history is bounded by the window: nothing of a request should grow.
+        what = f"context: the {protocol} adapter over HTTP, response to request"
+        lines.append(http.line(what, FLAT_TARGET))
     for protocol in ("openai", "anthropic"):
-        # One run each: a run is 2,000 requests of up to a megabyte, read by the server too.
-        http = Ends.best([asyncio.run(_http_turn(protocol, LONG_TURN, HUGE_WINDOW, "ok\n"))])
+        # Two runs each: a run is 2,000 requests of up to a megabyte.
+        runs = [asyncio.run(_http_turn(protocol, LONG_TURN, HUGE_WINDOW, "ok\n")) for _ in "ab"]
+        http = Ends.best(runs, middle=True)
         lines.append(
             http.line(
                 f"context: a {LONG_TURN:,}-request turn, no window to cut it, the {protocol} "
-                "adapter over HTTP, response to request"
+                "adapter over HTTP, response to request (medians)"
             )
         )
     probe, post = asyncio.run(_probe_and_post())
