@@ -121,7 +121,7 @@ class OutputSpill:
                 offset += len(data)
                 self._put(self._stream.feed(data))
                 time.sleep(0)  # let the event loop have the interpreter between pieces
-        except OSError as error:
+        except Exception as error:  # a thread's traceback would land on the screen
             self._give_up(error)
         finally:
             self._finish()
@@ -172,9 +172,10 @@ class OutputSpill:
         except OSError as error:
             self._give_up(error)
 
-    def _give_up(self, error: OSError) -> None:
+    def _give_up(self, error: Exception) -> None:
         # A partial copy named as "the full output" would mislead: remove it.
-        self.problem = error.strerror or str(error)
+        strerror = error.strerror if isinstance(error, OSError) else None
+        self.problem = strerror or str(error) or type(error).__name__
         for fd in (self._file, self._waiting):
             if fd is not None:
                 os.close(fd)

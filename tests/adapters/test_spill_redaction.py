@@ -176,3 +176,25 @@ def _holds_unnamed(fds: str) -> bool:
                 if SECRET.encode() in file.read():
                     return True
     return False
+
+
+class _FailingLater(Redactor):
+    """A redactor that breaks on the part that waited: a bug met on the thread."""
+
+    def releasable(self, text: str) -> int:
+        if "key=" in text:
+            raise ValueError("broken")
+        return super().releasable(text)
+
+
+def test_a_copy_whose_redaction_fails_on_the_thread_is_removed_not_left_half_done(
+    tmp_path, monkeypatch
+) -> None:
+    monkeypatch.setattr(spill_module, "REDACT_AT_ONCE", 1000)
+    spill = _spilled(
+        tmp_path, [b"x" * 900, f"key={SECRET}\n".encode() * 100], _FailingLater([SECRET])
+    )
+    spill.close()
+    settle()
+    assert list(tmp_path.iterdir()) == []
+    assert spill.path is None and spill.problem == "broken"
