@@ -28,6 +28,10 @@ PIECE = 64 * 1024
 """How much the thread that redacts the rest takes at a time: the interpreter's lock
 is held for a piece at most, and let go between pieces."""
 
+START_AFTER = 0.03
+"""How long the thread lets the next request be built and sent before it starts: the
+interpreter's lock is then the event loop's alone."""
+
 _redacting: set[threading.Thread] = set()
 _redacting_lock = threading.Lock()
 
@@ -113,6 +117,7 @@ class OutputSpill:
         """The bytes that waited, redacted into the saved copy (on a thread)."""
         try:
             assert self._waiting is not None and self._stream is not None
+            time.sleep(START_AFTER)
             offset = 0
             while offset < self._waited and self._file is not None:
                 data = os.pread(self._waiting, min(PIECE, self._waited - offset), offset)
