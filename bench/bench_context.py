@@ -11,7 +11,9 @@ Three figures, each against the same run's start:
   one of 100 (the conversation held is bounded by the window, not by the turn);
 - the same turn through the real adapters over a local socket, Chat Completions and
   Messages: the gap from a response to the moment the next request, its body built,
-  is handed to the connection, last 100 against the first 100;
+  is handed to the connection, last 100 against the first 100 (target <= 1.1x);
+- a turn of 2,000 requests that nothing cuts, through the same adapters: the gap at
+  the end against the start (target <= 1.3x; each message's wire form is made once);
 - what asking a local server its window costs: ``/props`` and ``/v1/models`` side by
   side, against one plain POST round trip on the same server.
 
@@ -46,9 +48,15 @@ from treadle.domain.values.process import ProcessError, ProcessResult, ProcessSp
 from treadle.ports.process import ProcessRunner
 
 REQUESTS = 1000
+LONG_TURN = 2000
+"""Requests of a turn whose history is never cut (a window it never fills): each
+request sends every message so far, 4,000 of them at the end."""
+HUGE_WINDOW = 10_000_000
 WINDOW = 32_768
 OUTPUT = ("2025-01-01 12:00:00 service=api status=ok latency=12ms path=/v1/things\n" * 300)[:20_000]
 RATIO_TARGET = 1.3
+FLAT_TARGET = 1.1
+"""The adapters' own figure on a window: the wire form of each message made once."""
 EDGE = 100  # requests averaged at each end
 
 
@@ -83,17 +91,20 @@ class Ends:
         return self.end / self.start
 
     @staticmethod
-    def best(runs: list[list[float]]) -> Ends:
+    def best(runs: list[list[float]], middle: bool = False) -> Ends:
+        """Each end the best run's mean (``middle``: its median, which a shared machine's
+        pauses move less)."""
+        average = statistics.median if middle else statistics.fmean
         return Ends(
-            min(statistics.fmean(run[:EDGE]) for run in runs),
-            min(statistics.fmean(run[-EDGE:]) for run in runs),
+            min(average(run[:EDGE]) for run in runs),
+            min(average(run[-EDGE:]) for run in runs),
         )
 
-    def line(self, what: str) -> str:
-        ok = "ok" if self.ratio <= RATIO_TARGET else "MISSED"
+    def line(self, what: str, target: float = RATIO_TARGET) -> str:
+        ok = "ok" if self.ratio <= target else "MISSED"
         return (
             f"{what}: {self.start * 1e3:.2f} ms at the start, {self.end * 1e3:.2f} at the end "
-            f"= {self.ratio:.2f}x (target <= {RATIO_TARGET:g}x: {ok})"
+            f"= {self.ratio:.2f}x (target <= {target:g}x: {ok})"
         )
 
 
@@ -163,6 +174,8 @@ def _memory_growth(requests: int) -> int:
 
 def _prompt_tokens(body: dict[str, Any]) -> int:
     """A server's count of a prompt: four characters a token."""
+    if "read" in body:  # a server that did not parse the body counts its bytes
+        return int(body["read"]) // 4
     return len(json.dumps(body.get("messages", []))) // 4 + len(str(body.get("system", ""))) // 4
 
 
@@ -214,6 +227,8 @@ def _anthropic_answer(body: dict[str, Any], number: int, final: bool) -> bytes:
 class _Server(http.server.ThreadingHTTPServer):
     requests = 0
     last = REQUESTS
+    window = WINDOW
+    parse = True
     arrivals: list[float]
     answered: list[float]
 
@@ -224,14 +239,16 @@ class _Handler(http.server.BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:
         if self.path == "/props":
-            self._send(200, "application/json", json.dumps(_PROPS).encode())
+            props = {**_PROPS, "default_generation_settings": {"n_ctx": self.server.window}}
+            self._send(200, "application/json", json.dumps(props).encode())
         else:
             self._send(404, "application/json", b'{"error": {"message": "not found"}}')
 
     def do_POST(self) -> None:
         arrived = time.perf_counter()
-        body = json.loads(self.rfile.read(int(self.headers.get("content-length", 0))))
+        raw = self.rfile.read(int(self.headers.get("content-length", 0)))
         server = self.server
+        body = json.loads(raw) if server.parse else {"read": len(raw)}
         server.requests += 1
         server.arrivals.append(arrived)
         final = server.requests >= server.last
@@ -255,9 +272,12 @@ _PROPS = {"default_generation_settings": {"n_ctx": WINDOW}, "chat_template_caps"
 
 
 @contextmanager
-def local_server(last: int = REQUESTS) -> Iterator[_Server]:
+def local_server(
+    last: int = REQUESTS, window: int = WINDOW, *, parse: bool = True
+) -> Iterator[_Server]:
     server = _Server(("127.0.0.1", 0), _Handler)
-    server.last, server.arrivals, server.answered = last, [], []
+    server.last, server.window, server.parse = last, window, parse
+    server.arrivals, server.answered = [], []
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
@@ -292,13 +312,16 @@ def _handing_over() -> Any:
     return HandingOver()
 
 
-async def _http_turn(protocol: str) -> list[float]:
-    with local_server() as server:
+async def _http_turn(
+    protocol: str, requests: int = REQUESTS, window: int = WINDOW, output: str = OUTPUT
+) -> list[float]:
+    # A turn bounded by no window holds every message: the server only counts its bytes.
+    with local_server(requests, window, parse=window <= WINDOW) as server:
         url = f"http://127.0.0.1:{server.server_address[1]}"
         transport = _handing_over()
         model = _http_model(protocol, url, transport)
         clock = FakeClock()
-        runner = FakeRunner(clock, lambda command: FakeProcess(OUTPUT))
+        runner = FakeRunner(clock, lambda command: FakeProcess(output))
         terminal = TimedTerminal()
         ports = TurnPorts(model, clock, runner, terminal, server=model)
         agent = Agent(ports, TurnSettings(), core_tools(), subagents=False)
@@ -343,7 +366,19 @@ def run() -> list[str]:
     ]
     for protocol in ("openai", "anthropic"):
         http = Ends.best([asyncio.run(_http_turn(protocol)) for _ in range(RUNS)])
-        lines.append(http.line(f"context: the {protocol} adapter over HTTP, response to request"))
+        # The history is bounded by the window: nothing of a request should grow.
+        what = f"context: the {protocol} adapter over HTTP, response to request"
+        lines.append(http.line(what, FLAT_TARGET))
+    for protocol in ("openai", "anthropic"):
+        # Two runs each: a run is 2,000 requests of up to a megabyte.
+        runs = [asyncio.run(_http_turn(protocol, LONG_TURN, HUGE_WINDOW, "ok\n")) for _ in "ab"]
+        http = Ends.best(runs, middle=True)
+        lines.append(
+            http.line(
+                f"context: a {LONG_TURN:,}-request turn, no window to cut it, the {protocol} "
+                "adapter over HTTP, response to request (medians)"
+            )
+        )
     probe, post = asyncio.run(_probe_and_post())
     lines.append(
         f"context: asking a local server its window (/props and /v1/models side by side) "

@@ -15,6 +15,7 @@ Example::
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import AsyncIterator
 from dataclasses import replace
 from typing import Any
@@ -26,6 +27,14 @@ from treadle.adapters.http_model.assistant_parts import assistant_parts
 from treadle.adapters.http_model.endpoint import HttpModel, ModelOptions
 from treadle.adapters.http_model.exchange import EventReader
 from treadle.adapters.http_model.server_facts import ProbeTarget
+from treadle.adapters.http_model.wire_forms import (
+    REJOIN,
+    WireForms,
+    common_prefix,
+    encoded,
+    encoded_body,
+    encoded_list,
+)
 from treadle.domain.rules.arguments import arguments_object
 from treadle.domain.values.conversation import Message, Reasoning
 from treadle.domain.values.model import (
@@ -104,21 +113,28 @@ class AnthropicModel(HttpModel):
         # The base URL holds no /v1 here: the list of models is under /v1, as Messages is.
         return replace(super().probe_target(), models_url=f"{self.base_url}/v1/models")
 
+    _wire: WireMessages | None = None
+
     def protocol(
         self, request: ModelRequest, key: str | None
-    ) -> tuple[str, dict[str, str], dict[str, Any], EventReader]:
+    ) -> tuple[str, dict[str, str], bytes, EventReader]:
         headers = self.key_headers(key)
         if _thinks(request, self.options):
             reader = AnthropicReader()  # a continuation is asked for, not prefilled
         else:
             prefill = _prefill(request.continuation)
             reader = AnthropicReader(shown_whitespace=request.continuation[len(prefill) :])
-        body = messages_request_body(request, model=self.model, options=self.options)
+        if self._wire is None:
+            self._wire = WireMessages()
+        thinks = _thinks(request, self.options)
+        body = _body(request, [], self.model, self.options)
+        marked = _mark_head(body) if self.options.prompt_cache else MAX_BREAKPOINTS
+        messages = self._wire.encoded(request, thinking=thinks, marked=marked)
         if self._drops():
             thinking = body.setdefault("thinking", {"type": "adaptive"})
             thinking["block_binding"] = {"prefix_mismatch_behavior": "drop_block"}
             headers["anthropic-beta"] = BINDING_BETA
-        return "/v1/messages", headers, body, reader
+        return "/v1/messages", headers, encoded_body(body, "messages", messages), reader
 
 
 def _asks_to_drop_bound_blocks(item: Result[StreamEvent, ModelError]) -> bool:
@@ -137,14 +153,24 @@ def _asks_to_drop_bound_blocks(item: Result[StreamEvent, ModelError]) -> bool:
 def messages_request_body(
     request: ModelRequest, *, model: str, options: ModelOptions | None = None
 ) -> dict[str, Any]:
-    """The JSON body of a streamed Messages request."""
+    """The JSON body of a streamed Messages request (the adapter sends the same bytes,
+    each message's blocks encoded once: :class:`WireMessages`)."""
     options = options or ModelOptions()
-    thinking = _thinks(request, options)
+    messages = anthropic_messages(request, thinking=_thinks(request, options))
+    body = _body(request, messages, model, options)
+    if options.prompt_cache:
+        add_cache_breakpoints(body)
+    return body
+
+
+def _body(
+    request: ModelRequest, messages: list[dict[str, Any]], model: str, options: ModelOptions
+) -> dict[str, Any]:
     body: dict[str, Any] = {
         "model": model,
         "max_tokens": request.max_tokens,
         "stream": True,
-        "messages": anthropic_messages(request, thinking=thinking),
+        "messages": messages,
     }
     if request.system:
         body["system"] = [{"type": "text", "text": request.system}]
@@ -158,8 +184,6 @@ def messages_request_body(
         body["thinking"] = {"type": "adaptive"}
     if options.effort:
         body["output_config"] = {"effort": options.effort}
-    if options.prompt_cache:
-        add_cache_breakpoints(body)
     return body
 
 
@@ -178,11 +202,7 @@ def add_cache_breakpoints(body: dict[str, Any]) -> int:
     the input price and a read 0.1×, so a loop whose every request re-reads the last
     one's prefix pays about a third of its uncached price.
     """
-    marked = 0
-    head = body.get("system") or body.get("tools") or []
-    if head:
-        head[-1]["cache_control"] = dict(EPHEMERAL)
-        marked += 1
+    marked = _mark_head(body)
     users = [m for m in body.get("messages", ()) if m["role"] == "user"]
     for message in reversed(users[-2:]):
         block = _cacheable(message["content"])
@@ -192,13 +212,25 @@ def add_cache_breakpoints(body: dict[str, Any]) -> int:
     return marked
 
 
+def _mark_head(body: dict[str, Any]) -> int:
+    """Mark the end of the head (the system prompt, else the tools); how many marked."""
+    head = body.get("system") or body.get("tools") or []
+    if head:
+        head[-1]["cache_control"] = dict(EPHEMERAL)
+    return 1 if head else 0
+
+
 def _cacheable(blocks: list[dict[str, Any]]) -> dict[str, Any] | None:
     """The last block of a message that may carry a marker."""
     for block in reversed(blocks):
-        if block["type"] in ("text", "tool_result", "tool_use") and block.get("text", "-") != "":
+        if _may_mark(block):
             found: dict[str, Any] = block
             return found
     return None
+
+
+def _may_mark(block: dict[str, Any]) -> bool:
+    return block["type"] in ("text", "tool_result", "tool_use") and block.get("text", "-") != ""
 
 
 def anthropic_messages(request: ModelRequest, *, thinking: bool = False) -> list[dict[str, Any]]:
@@ -210,15 +242,8 @@ def anthropic_messages(request: ModelRequest, *, thinking: bool = False) -> list
     except with thinking on, which refuses a prefill: the answer so far then goes
     back as the assistant's, and the model is asked to go on."""
     messages: list[dict[str, Any]] = []
-    prefill = _prefill(request.continuation)
     turns = [(_role(message), _blocks(message)) for message in request.messages]
-    if prefill and thinking:
-        turns.append(("assistant", [{"type": "text", "text": request.continuation}]))
-        turns.append(("user", [{"type": "text", "text": CONTINUE_PROMPT}]))
-    elif prefill:
-        # The model goes on from the last character of this assistant text.
-        turns.append(("assistant", [{"type": "text", "text": prefill}]))
-    for role, blocks in turns:
+    for role, blocks in [*turns, *_continued(request, thinking)]:
         if not blocks:
             continue  # an empty message (an interrupt before any text) says nothing
         if messages and messages[-1]["role"] == role:
@@ -231,6 +256,20 @@ def anthropic_messages(request: ModelRequest, *, thinking: bool = False) -> list
             # Results must lead a user message; text the person added goes after them.
             content.sort(key=lambda block: block["type"] != "tool_result")
     return messages
+
+
+def _continued(request: ModelRequest, thinking: bool) -> list[tuple[str, list[dict[str, Any]]]]:
+    """The turns after the conversation that continue a cut answer (none for others)."""
+    prefill = _prefill(request.continuation)
+    if prefill and thinking:
+        return [
+            ("assistant", [{"type": "text", "text": request.continuation}]),
+            ("user", [{"type": "text", "text": CONTINUE_PROMPT}]),
+        ]
+    if prefill:
+        # The model goes on from the last character of this assistant text.
+        return [("assistant", [{"type": "text", "text": prefill}])]
+    return []
 
 
 def _role(message: Message) -> str:
@@ -287,3 +326,101 @@ def _tool(spec: ToolSpec) -> dict[str, Any]:
         "description": spec.description,
         "input_schema": dict(spec.parameters),
     }
+
+
+# The same messages, each message's blocks encoded once -----------------------------------
+
+Block = tuple[str, bool, bytes]
+"""A content block as sent: its type, whether it may carry a marker, its JSON."""
+Turn = tuple[str, tuple[Block, ...]]
+"""A message's role and blocks, before neighbours of one role are merged."""
+MARKER = b', "cache_control": ' + encoded(EPHEMERAL) + b"}"
+LOOSE = 8
+"""Messages at the end left out of the joined prefix: markers go on the last two user
+messages, never more than four back, since neighbours of one role are merged."""
+
+
+def _wire_turn(message: Message) -> Turn:
+    return _role(message), tuple(map(_wire_block, _blocks(message)))
+
+
+def _wire_block(block: dict[str, Any]) -> Block:
+    return block["type"], _may_mark(block), encoded(block)
+
+
+class WireMessages:
+    """:func:`anthropic_messages` with breakpoints, as the JSON of each message sent,
+    made from what the last request made: each message's blocks are encoded once
+    (:class:`WireForms`), and merged messages are kept up to the last one the new
+    messages could change. The markers are put in when a request is joined, since they
+    move with every request."""
+
+    def __init__(self) -> None:
+        self._forms = WireForms(_wire_turn)
+        self._turns: list[Turn] = []
+        # Each message sent: the index of its first turn, its role, blocks and JSON.
+        self._starts: list[int] = []
+        self._merged: list[tuple[str, list[Block]]] = []
+        self._json: list[bytes] = []
+        # The JSON of the first ``_joined`` messages, joined: a request copies it whole.
+        self._joined = 0
+        self._prefix = b""
+
+    def encoded(self, request: ModelRequest, *, thinking: bool, marked: int) -> list[bytes]:
+        """The JSON of each message; ``marked``: the breakpoints already in the body."""
+        after = [(role, tuple(map(_wire_block, b))) for role, b in _continued(request, thinking)]
+        turns = [*self._forms.of(request.messages), *after]
+        kept = bisect_left(self._starts, common_prefix(self._turns, turns))
+        # The last message kept from before could take in the turns that follow it.
+        kept = max(0, kept - 1)
+        if kept < self._joined:
+            self._joined, self._prefix = 0, b""
+        resume = self._starts[kept] if kept < len(self._starts) else 0
+        del self._starts[kept:], self._merged[kept:], self._json[kept:]
+        for index in range(resume, len(turns)):
+            role, blocks = turns[index]
+            if not blocks:
+                continue  # an empty message (an interrupt before any text) says nothing
+            if self._merged and self._merged[-1][0] == role and len(self._starts) > kept:
+                self._merged[-1][1].extend(blocks)
+            else:
+                self._starts.append(index)
+                self._merged.append((role, list(blocks)))
+        for number in range(kept, len(self._merged)):
+            role, merged = self._merged[number]
+            if role == "user" and len(merged) > 1:
+                # Results must lead a user message; text the person added goes after them.
+                merged.sort(key=lambda block: block[0] != "tool_result")
+            self._json.append(_message_json(role, [block[2] for block in merged]))
+        self._turns = turns
+        sent = self._marked(marked)
+        if len(sent) - self._joined > REJOIN + LOOSE:
+            self._joined = len(sent) - LOOSE
+            self._prefix = b", ".join(self._json[: self._joined])
+        return [self._prefix, *sent[self._joined :]] if self._joined else sent
+
+    def _marked(self, marked: int) -> list[bytes]:
+        """The messages' JSON with markers on the last two user messages (as
+        :func:`add_cache_breakpoints` puts them)."""
+        sent = self._json.copy()
+        users = 0
+        for number in range(len(self._merged) - 1, -1, -1):
+            role, blocks = self._merged[number]
+            if role != "user":
+                continue
+            where = next((i for i in range(len(blocks) - 1, -1, -1) if blocks[i][1]), None)
+            if where is not None and marked < MAX_BREAKPOINTS:
+                if number < self._joined:  # not where it was: joined again when next due
+                    self._joined, self._prefix = 0, b""
+                pieces = [block[2] for block in blocks]
+                pieces[where] = pieces[where][:-1] + MARKER
+                sent[number] = _message_json(role, pieces)
+                marked += 1
+            users += 1
+            if users == 2:
+                break
+        return sent
+
+
+def _message_json(role: str, blocks: list[bytes]) -> bytes:
+    return b'{"role": ' + encoded(role) + b', "content": ' + encoded_list(blocks) + b"}"

@@ -121,7 +121,7 @@ class HttpModel:
                 "accept-encoding": "identity",
                 **headers,
             },
-            json.dumps(body).encode(),
+            body if isinstance(body, bytes) else json.dumps(body).encode(),
             self._key,
             self.key_env,
         )
@@ -129,6 +129,7 @@ class HttpModel:
 
     def protocol(
         self, request: ModelRequest, key: str | None
-    ) -> tuple[str, dict[str, str], dict[str, Any], EventReader]:
-        """The path to post to, the protocol's own headers, the body, and its reader."""
+    ) -> tuple[str, dict[str, str], dict[str, Any] | bytes, EventReader]:
+        """The path to post to, the protocol's own headers, the body (or its JSON,
+        encoded), and its reader."""
         raise NotImplementedError

@@ -23,6 +23,7 @@ from treadle.adapters.http_model.endpoint import HttpModel, ModelOptions
 from treadle.adapters.http_model.exchange import EventReader
 from treadle.adapters.http_model.openai_chat_reader import OpenAIChatReader
 from treadle.adapters.http_model.payload import decode
+from treadle.adapters.http_model.wire_forms import WireBytes, encoded, encoded_body
 from treadle.domain.rules.arguments import sendable_arguments
 from treadle.domain.values.conversation import Message
 from treadle.domain.values.model import ModelRequest, ToolSpec
@@ -40,14 +41,27 @@ class OpenAIChatModel(HttpModel):
     def key_headers(self, key: str | None) -> dict[str, str]:
         return {"authorization": f"Bearer {key}"} if key is not None else {}
 
+    _forms: dict[bool, WireBytes] | None = None
+
     def protocol(
         self, request: ModelRequest, key: str | None
-    ) -> tuple[str, dict[str, str], dict[str, Any], EventReader]:
+    ) -> tuple[str, dict[str, str], bytes, EventReader]:
         headers = self.key_headers(key)
-        body = chat_request_body(
-            request, model=self.model, hosted=self.hosted, options=self.options
+        echo = self.options.reasoning_echo and not self.hosted
+        if self._forms is None:
+            self._forms = {}
+        forms = self._forms.get(echo)
+        if forms is None:
+            forms = self._forms[echo] = WireBytes(lambda message: encoded(_message(message, echo)))
+        head, tail = _around(request)
+        items = [*map(encoded, head), *forms.items(request.messages), *map(encoded, tail)]
+        body = _body(request, [], self.model, self.hosted, self.options)
+        return (
+            "/chat/completions",
+            headers,
+            encoded_body(body, "messages", items),
+            OpenAIChatReader(request.max_tokens),
         )
-        return "/chat/completions", headers, body, OpenAIChatReader(request.max_tokens)
 
 
 def chat_request_body(
@@ -57,12 +71,23 @@ def chat_request_body(
 
     The budget is ``max_completion_tokens`` on the hosted API (its reasoning models
     refuse ``max_tokens``) and ``max_tokens`` elsewhere, the name every compatible
-    server knows.
+    server knows. (The adapter sends the same bytes, each message encoded once.)
     """
     options = options or ModelOptions()
+    messages = chat_messages(request, echo=options.reasoning_echo and not hosted)
+    return _body(request, messages, model, hosted, options)
+
+
+def _body(
+    request: ModelRequest,
+    messages: list[dict[str, Any]],
+    model: str,
+    hosted: bool,
+    options: ModelOptions,
+) -> dict[str, Any]:
     body: dict[str, Any] = {
         "model": model,
-        "messages": chat_messages(request, echo=options.reasoning_echo and not hosted),
+        "messages": messages,
         "stream": True,
         "stream_options": {"include_usage": True},
         ("max_completion_tokens" if hosted else "max_tokens"): request.max_tokens,
@@ -80,16 +105,20 @@ def chat_request_body(
 
 def chat_messages(request: ModelRequest, *, echo: bool = True) -> list[dict[str, Any]]:
     """The conversation in Chat Completions' shape; ``echo`` sends reasoning back."""
-    messages: list[dict[str, Any]] = []
-    if request.system:
-        messages.append({"role": "system", "content": request.system})
-    messages.extend(_message(message, echo) for message in request.messages)
+    head, tail = _around(request)
+    return [*head, *(_message(message, echo) for message in request.messages), *tail]
+
+
+def _around(request: ModelRequest) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The entries before the conversation (the system prompt) and after it."""
+    head = [{"role": "system", "content": request.system}] if request.system else []
+    tail = []
     if request.continuation:
         # The protocol has no prefill: the answer so far goes back as the assistant's,
         # and the model is asked to go on from its last character.
-        messages.append({"role": "assistant", "content": request.continuation})
-        messages.append({"role": "user", "content": CONTINUE_PROMPT})
-    return messages
+        tail.append({"role": "assistant", "content": request.continuation})
+        tail.append({"role": "user", "content": CONTINUE_PROMPT})
+    return head, tail
 
 
 def _message(message: Message, echo: bool) -> dict[str, Any]:

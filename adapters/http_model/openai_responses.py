@@ -24,6 +24,7 @@ from treadle.adapters.http_model.exchange import EventReader
 from treadle.adapters.http_model.openai_chat import CONTINUE_PROMPT, OPENAI_BASE_URL
 from treadle.adapters.http_model.openai_responses_reader import OpenAIResponsesReader
 from treadle.adapters.http_model.payload import decode
+from treadle.adapters.http_model.wire_forms import WireBytes, encoded, encoded_body
 from treadle.domain.rules.arguments import sendable_arguments
 from treadle.domain.values.conversation import Message, Reasoning
 from treadle.domain.values.model import ModelRequest, ToolSpec
@@ -42,14 +43,23 @@ class OpenAIResponsesModel(HttpModel):
     def key_headers(self, key: str | None) -> dict[str, str]:
         return {"authorization": f"Bearer {key}"} if key is not None else {}
 
+    _forms: WireBytes | None = None
+
     def protocol(
         self, request: ModelRequest, key: str | None
-    ) -> tuple[str, dict[str, str], dict[str, Any], EventReader]:
+    ) -> tuple[str, dict[str, str], bytes, EventReader]:
         headers = self.key_headers(key)
-        body = responses_request_body(
-            request, model=self.model, hosted=self.hosted, options=self.options
+        if self._forms is None:
+            # A message is none, one or several items: its form is their JSON, joined.
+            self._forms = WireBytes(lambda message: b", ".join(map(encoded, _items(message))))
+        items = [*self._forms.items(request.messages), *map(encoded, _continued(request))]
+        body = _body(request, [], self.model, self.hosted, self.options)
+        return (
+            "/responses",
+            headers,
+            encoded_body(body, "input", filter(None, items)),
+            OpenAIResponsesReader(),
         )
-        return "/responses", headers, body, OpenAIResponsesReader()
 
 
 def reasons(model: str, effort: str) -> bool:
@@ -61,11 +71,21 @@ def reasons(model: str, effort: str) -> bool:
 def responses_request_body(
     request: ModelRequest, *, model: str, hosted: bool, options: ModelOptions | None = None
 ) -> dict[str, Any]:
-    """The JSON body of a streamed, stateless Responses request."""
-    options = options or ModelOptions()
+    """The JSON body of a streamed, stateless Responses request (the adapter sends the
+    same bytes, each message encoded once)."""
+    return _body(request, responses_input(request), model, hosted, options or ModelOptions())
+
+
+def _body(
+    request: ModelRequest,
+    items: list[dict[str, Any]],
+    model: str,
+    hosted: bool,
+    options: ModelOptions,
+) -> dict[str, Any]:
     body: dict[str, Any] = {
         "model": model,
-        "input": responses_input(request),
+        "input": items,
         "stream": True,
         "store": False,
         "max_output_tokens": request.max_tokens,
@@ -93,10 +113,14 @@ def responses_input(request: ModelRequest) -> list[dict[str, Any]]:
     items: list[dict[str, Any]] = []
     for message in request.messages:
         items += _items(message)
-    if request.continuation:
-        items.append(_assistant_text(request.continuation))
-        items.append(_user_text(CONTINUE_PROMPT))
-    return items
+    return items + _continued(request)
+
+
+def _continued(request: ModelRequest) -> list[dict[str, Any]]:
+    """The items after the conversation: a continued answer, and the ask to go on."""
+    if not request.continuation:
+        return []
+    return [_assistant_text(request.continuation), _user_text(CONTINUE_PROMPT)]
 
 
 def _items(message: Message) -> list[dict[str, Any]]:
