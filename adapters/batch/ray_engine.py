@@ -7,7 +7,7 @@ the same :func:`~treadle.adapters.batch.turn_process.run_turn` the local engine 
 in the worker's own event loop.
 
 Pausing is ``ray.cancel(force=False)``: Ray raises the worker's SIGINT handler, which
-pauses the turn (SIGINT, then SIGTERM, then SIGKILL, as on this machine), and the task
+pauses the turn (SIGTERM, then SIGTERM to its group, then SIGKILL, as on this machine), and the task
 still returns its result. A task that does not end within the pause's time is cancelled
 with ``force=True``: Ray kills its worker, and the worker's watchdog kills what the
 turn started, since Ray's own cancel misses what left the worker's process group.
@@ -171,7 +171,7 @@ class RayEngine:
             self._pausing = asyncio.get_running_loop().call_later(self._pause_time(), self.kill)
 
     def _pause_time(self) -> float:
-        """How long a task may take to pause its turn: SIGINT, SIGTERM, the sweep, and
+        """How long a task may take to pause its turn: two SIGTERMs, the sweep, and
         some more for Ray itself."""
         return self._times.pause + self._times.term + self._times.sweep + 5.0
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, Any
 
@@ -60,7 +61,13 @@ class ResultsFile:
             self._file.write("\n")
 
     def write(self, result: TaskResult) -> None:
-        self._file.write(json.dumps(result_record(result), ensure_ascii=False) + "\n")
+        self.write_all((result,))
+
+    def write_all(self, results: Sequence[TaskResult]) -> None:
+        """Every line of ``results``, with one flush and one fsync."""
+        self._file.write(
+            "".join(json.dumps(result_record(r), ensure_ascii=False) + "\n" for r in results)
+        )
         self._file.flush()
         os.fsync(self._file.fileno())
 

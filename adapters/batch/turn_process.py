@@ -8,11 +8,12 @@ loop, the Ray one inside a Ray task. The turn's process tree:
       └─ python -m treadle --json …     own session and group; TREADLE_RUN_<id>=1 and
            └─ its commands …            the owner marker, which every descendant inherits
 
-A pause is SIGINT to the turn's group (treadle records the turn paused and exits 130),
-then SIGTERM, then SIGKILL for everything that carries the marker or descends from the
-turn, wherever it went (``setsid``, double forks). The owner marker is the one the
-watchdog of :mod:`treadle.adapters.process.watchdog` sweeps, should the process running
-the turn die, even by SIGKILL.
+A pause is SIGTERM to the turn's process (treadle records the turn paused and exits
+130, as a headless turn does), then SIGTERM to its group, then SIGKILL for everything
+that carries the marker or descends from the turn, wherever it went (``setsid``,
+double forks). The owner marker is the one the watchdog of
+:mod:`treadle.adapters.process.watchdog` sweeps, should the process running the turn
+die, even by SIGKILL.
 """
 
 from __future__ import annotations
@@ -38,9 +39,9 @@ from treadle.ports.clock import Clock
 
 @dataclass(frozen=True, slots=True)
 class StopTimes:
-    """How a turn is stopped: SIGINT and ``pause`` seconds to record its pause, then
-    SIGTERM and ``term`` seconds, then SIGKILL; leftovers of a turn that ended get
-    SIGTERM and ``sweep`` seconds before SIGKILL."""
+    """How a turn is stopped: SIGTERM to treadle and ``pause`` seconds to record its
+    pause, then SIGTERM to its group and ``term`` seconds, then SIGKILL; leftovers of a
+    turn that ended get SIGTERM and ``sweep`` seconds before SIGKILL."""
 
     pause: float = 10.0
     term: float = 2.0
@@ -191,7 +192,7 @@ async def _within(future: asyncio.Future[None], seconds: float) -> bool:
 
 @dataclass(slots=True)
 class TurnSignals:
-    """The batch's requests to a running turn: pause it (SIGINT first), or kill it now."""
+    """The batch's requests to a running turn: pause it (SIGTERM first), or kill it now."""
 
     pause: asyncio.Event
     kill: asyncio.Event
@@ -286,7 +287,7 @@ def _start(
 ) -> subprocess.Popen[bytes]:
     environment = turn_environment(os.environ, order, (run_marker(run_id), OWNER_MARKER))
     # A Ray worker runs with SIGINT blocked, and a child inherits the mask of the
-    # thread that forks it: the turn would never hear the SIGINT that pauses it.
+    # thread that forks it: the turn would never hear the signals that pause it.
     blocked = signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM})
     try:
         return subprocess.Popen(
@@ -317,11 +318,13 @@ async def _follow(
         await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
         if ended.done():
             return False
-        for signum, seconds in ((signal.SIGINT, times.pause), (signal.SIGTERM, times.term)):
+        # SIGTERM to treadle itself pauses its turn, as it does a headless turn: treadle
+        # stops its own commands and records the pause. Then its whole group.
+        for send, seconds in ((os.kill, times.pause), (os.killpg, times.term)):
             if kill.done():
                 break
             with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(process.pid, signum)
+                send(process.pid, signal.SIGTERM)
             await asyncio.wait(
                 waiting - {pause}, timeout=seconds, return_when=asyncio.FIRST_COMPLETED
             )
