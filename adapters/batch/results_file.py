@@ -10,6 +10,7 @@ Example::
 from __future__ import annotations
 
 import dataclasses
+import fcntl
 import json
 import os
 from collections.abc import Sequence
@@ -47,6 +48,37 @@ def read_lines(path: str | Path) -> list[str]:
         return Path(path).read_text(encoding="utf-8", errors="replace").splitlines()
     except FileNotFoundError:
         return []
+
+
+class ResultsBusy(Exception):
+    """Another ``treadle batch`` holds this RESULTS file."""
+
+
+class ResultsLock:
+    """The hold of one batch on its RESULTS file: an ``flock`` on ``RESULTS.lock``
+    beside it, for as long as the batch runs. Two batches on one RESULTS would run every
+    task twice; the lock goes with its process however it ends (kill -9 too), and no
+    turn inherits it (close-on-exec)."""
+
+    def __init__(self, results: str | Path) -> None:
+        results = Path(results)
+        self.path = results.with_name(results.name + ".lock")
+        self._descriptor: int | None = None
+
+    def acquire(self) -> None:
+        """Take the lock, or raise ResultsBusy (OSError when it cannot be made)."""
+        descriptor = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        try:
+            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(descriptor)
+            raise ResultsBusy("another treadle batch is running with these results") from None
+        self._descriptor = descriptor
+
+    def release(self) -> None:
+        if self._descriptor is not None:
+            os.close(self._descriptor)
+            self._descriptor = None
 
 
 class ResultsFile:
