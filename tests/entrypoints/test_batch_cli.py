@@ -226,3 +226,43 @@ def raylets_of(batch: int) -> list[int]:
         if comm == "raylet" and parent == batch:
             found.append(int(entry))
     return found
+
+
+def descendants(pid: int) -> set[int]:
+    parents: dict[int, int] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                stat = Path(f"/proc/{entry}/stat").read_bytes()
+            except OSError:
+                continue
+            parents[int(entry)] = int(stat[stat.rfind(b")") + 2 :].split()[1])
+    found, stack = set(), [pid]
+    while stack:
+        parent = stack.pop()
+        for child, its_parent in parents.items():
+            if its_parent == parent and child not in found:
+                found.add(child)
+                stack.append(child)
+    return found
+
+
+@pytest.mark.slow
+def test_kill_9_of_a_ray_batch_leaves_nothing_of_its_private_instance(tmp_path, home):
+    long = long_turn_script(tmp_path)
+    tasks = write_tasks(tmp_path / "tasks.jsonl", [{"id": f"L{n}", "task": "x"} for n in range(3)])
+    batch = start_batch(tasks, home, "--engine", "ray", "--model", f"script:{long}")
+    try:
+        assert until(lambda: len(setsid_pids(tmp_path)) == 2, 90), batch.poll()
+        instance = descendants(batch.pid)
+        names = {Path(f"/proc/{pid}/comm").read_text().strip() for pid in instance}
+        assert {"raylet", "ray::DashboardA", "ray::RuntimeEnv"} <= names, names
+        batch.kill()
+        batch.wait(10)
+    finally:
+        batch.kill()
+    # Ray kills its raylet with its parent: the agents are init's before the watchdog
+    # looks, and their retitled command lines no longer show treadle's marker.
+    assert until(lambda: not any(is_running(pid) for pid in instance), 10), [
+        Path(f"/proc/{pid}/comm").read_text().strip() for pid in instance if is_running(pid)
+    ]
