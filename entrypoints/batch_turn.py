@@ -16,9 +16,26 @@ that comes while it waits makes its turn start stopped and end paused.
 from __future__ import annotations
 
 import gc
+import importlib
 import json
 import os
 import sys
+
+AHEAD = (
+    "treadle.entrypoints.cli",
+    "treadle.entrypoints.container",
+    "treadle.entrypoints.session",
+    "treadle.entrypoints.wiring",
+    "treadle.adapters.checkpoints",
+    "treadle.adapters.sandbox",
+    "treadle.adapters.tools",
+    "treadle.adapters.turn_start",
+    "treadle.adapters.context_refusals",
+    "treadle.adapters.http_model",
+    "treadle.adapters.fakes",
+)
+"""The modules a turn imports on its way to its first request (its session, wiring,
+checkpoints, sandbox, tools, model adapters), found by comparing ``sys.modules``."""
 
 
 def _read_line(descriptor: int) -> bytes:
@@ -36,10 +53,10 @@ def main() -> int:
 
     early_signals.hold()
     gc.disable()
-    # What every turn imports before its first request, while nobody waits for it.
+    # What a turn imports before its first request, while nobody waits for it.
+    for name in AHEAD:
+        importlib.import_module(name)
     import treadle.entrypoints.cli
-    import treadle.entrypoints.container
-    import treadle.entrypoints.session
 
     line = _read_line(0)
     if not line.strip():
