@@ -266,3 +266,23 @@ def test_kill_9_of_a_ray_batch_leaves_nothing_of_its_private_instance(tmp_path, 
     assert until(lambda: not any(is_running(pid) for pid in instance), 10), [
         Path(f"/proc/{pid}/comm").read_text().strip() for pid in instance if is_running(pid)
     ]
+
+
+def test_kill_9_of_a_local_batch_leaves_neither_its_turns_nor_those_started_ahead(tmp_path, home):
+    long = long_turn_script(tmp_path)
+    tasks = write_tasks(tmp_path / "tasks.jsonl", [{"id": f"L{n}", "task": "x"} for n in range(5)])
+    batch = start_batch(tasks, home, "--model", f"script:{long}")
+    try:
+        assert until(lambda: len(setsid_pids(tmp_path)) == 2, 60), batch.poll()
+        waiting = [
+            pid
+            for pid in descendants(batch.pid)
+            if b"batch_turn" in Path(f"/proc/{pid}/cmdline").read_bytes()
+        ]
+        assert waiting  # the next turns' processes, started ahead
+        batch.kill()
+        batch.wait(10)
+    finally:
+        batch.kill()
+    assert nothing_left(tmp_path / "state")
+    assert not any(is_running(pid) for pid in [*waiting, *setsid_pids(tmp_path)])
