@@ -40,6 +40,7 @@ from treadle.entrypoints.config import ConfigError, check_value, load_config
 from treadle.entrypoints.interrupts import LEAVE_CODE, STOP_SIGNALS
 
 if TYPE_CHECKING:
+    from treadle.adapters.batch.results_file import ResultsLock
     from treadle.entrypoints.container import Container
 
 USAGE_ERROR = 2
@@ -86,7 +87,11 @@ def run_batch_command(argv: Sequence[str]) -> int:
     from treadle.entrypoints.session import hide_environment_from_commands
 
     hide_environment_from_commands()
+    from treadle.adapters.batch.results_file import ResultsLock
+
+    lock = ResultsLock(results_path(args))
     try:
+        hold(lock)
         options, plan = prepare(args)
         return asyncio.run(run_plan(options, plan))
     except ConfigError as error:
@@ -95,6 +100,26 @@ def run_batch_command(argv: Sequence[str]) -> int:
         return USAGE_ERROR
     except KeyboardInterrupt:  # before the batch's own handlers: nothing had started
         return LEAVE_CODE
+    finally:
+        lock.release()
+
+
+def results_path(args: argparse.Namespace) -> Path:
+    return Path(args.out) if args.out else default_results(Path(args.tasks))
+
+
+def hold(lock: ResultsLock) -> None:
+    """Take RESULTS for this batch, or a ConfigError: a second batch on one RESULTS
+    would run every task again, as a second ``--resume`` of a session would."""
+    from treadle.adapters.batch.results_file import ResultsBusy
+
+    results = lock.path.with_suffix("")
+    try:
+        lock.acquire()
+    except ResultsBusy as busy:
+        raise ConfigError(f"{results}: {busy}") from None
+    except OSError as error:
+        raise ConfigError(f"{results}: cannot be written: {error.strerror or error}") from None
 
 
 def prepare(args: argparse.Namespace) -> tuple[BatchOptions, BatchPlan]:
@@ -111,7 +136,7 @@ def prepare(args: argparse.Namespace) -> tuple[BatchOptions, BatchPlan]:
         replace(task, workspace=os.path.abspath(task.workspace)) if task.workspace else task
         for task in tasks
     )
-    out = Path(args.out) if args.out else default_results(Path(args.tasks))
+    out = results_path(args)
     from treadle.adapters.batch.results_file import read_lines
     from treadle.entrypoints.session import new_session_id, state_dir
 

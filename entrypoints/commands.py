@@ -4,7 +4,8 @@
 
 ``run_subcommand(["replay", "t.jsonl", "--check"])`` returns the exit code: 0 when the
 replay made every recorded request, 1 (with ``--check``) at the first divergence, 2
-for a transcript that cannot be read or a broken configuration.
+for a transcript that cannot be read or a broken configuration. Without ``--check`` a
+replay exits as its last turn did (1 for ``Turn failed``, as the turn itself would).
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from treadle.domain.rules.context_window import window_of
 from treadle.domain.rules.resume import rebuild_context, rebuild_history, subagents_started
 from treadle.domain.values.conversation import Message
 from treadle.domain.values.model import ServerFacts
+from treadle.domain.values.outcome import TurnOutcome
 from treadle.domain.values.text import one_line
 from treadle.entrypoints.config import (
     DEFAULT_MAX_TOKENS,
@@ -301,14 +303,19 @@ async def replay(args: argparse.Namespace, out: TextIO) -> int:
         container.transcript.override(providers.Object(None))
         container.log_path.override(providers.Object(""))
         try:
-            divergence = await replay_turns(container.agent(), model, turn_stop, normalize)
+            outcomes: list[TurnOutcome] = []
+            divergence = await replay_turns(
+                container.agent(), model, turn_stop, normalize, outcomes.append
+            )
         finally:
             container.shutdown_resources()
+    # Without --check the replay is a run of the session: it exits as its last turn ended.
+    code = outcomes[-1].exit_code if outcomes and not args.check else 0
     if divergence is not None:
         print(f"replay diverged at {divergence.describe()}", file=out if args.check else sys.stderr)
-        return 1 if args.check else 0
+        return 1 if args.check else code
     print(f"replay: {model.requests} requests, no divergence from {path}", file=out)
-    return 0
+    return code
 
 
 @contextmanager
@@ -329,7 +336,11 @@ def folder_as_long_as(session: str) -> Iterator[str]:
 
 
 async def replay_turns(
-    agent: Agent, model: ReplayModel, turn_stop: _TurnStop, normalize: Callable[[Message], Message]
+    agent: Agent,
+    model: ReplayModel,
+    turn_stop: _TurnStop,
+    normalize: Callable[[Message], Message],
+    ended: Callable[[TurnOutcome], None] = lambda outcome: None,
 ) -> Divergence | None:
     """Run the recorded main turns on ``agent``, one after the other, to the first divergence.
 
@@ -353,7 +364,7 @@ async def replay_turns(
             agent.window.window = window_of(before)
         model.start_turn(index)
         turn_stop.signal = StopSignal()
-        await agent.run_turn(turn.task, turn_stop.signal)
+        ended(await agent.run_turn(turn.task, turn_stop.signal))
         if model.divergence is not None:
             return model.divergence
     return model.leftover()

@@ -35,9 +35,12 @@ class TurnEngine(Protocol):
 
 
 class ResultsLog(Protocol):
-    """RESULTS: one JSON line per task, on disk (flushed) before ``write`` returns."""
+    """RESULTS: one JSON line per task, on disk (flushed) before ``write`` returns;
+    ``write_all`` puts many on disk at once."""
 
     def write(self, result: TaskResult) -> None: ...
+
+    def write_all(self, results: Sequence[TaskResult]) -> None: ...
 
 
 class BatchScreen(Protocol):

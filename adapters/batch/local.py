@@ -16,7 +16,7 @@ import sys
 
 from returns.result import Result, Success
 
-from treadle.adapters.batch.turn_process import StopTimes, TurnSignals, run_turn
+from treadle.adapters.batch.turn_process import StopTimes, TurnSignals, WarmTurns, run_turn
 from treadle.domain.values.batch import TaskResult, TurnOrder
 from treadle.ports.clock import Clock
 
@@ -31,6 +31,7 @@ class LocalEngine:
         workers: int,
         times: StopTimes | None = None,
         python: str = sys.executable,
+        ahead: int | None = None,
     ) -> None:
         self._clock = clock
         self._times = times or StopTimes()
@@ -39,6 +40,12 @@ class LocalEngine:
         self._signals: TurnSignals | None = None
         self._running = 0
         self._idle: asyncio.Event | None = None
+        # Turn processes started ahead, one per worker by default: the next turn's
+        # start-up overlaps the turns that run. Only this interpreter runs the module
+        # that waits (a stand-in ``python`` would not).
+        if ahead is None:
+            ahead = max(1, workers) if python == sys.executable else 0
+        self._warm = WarmTurns(ahead, python)
 
     @property
     def signals(self) -> TurnSignals:
@@ -66,6 +73,7 @@ class LocalEngine:
                 signals=signals,
                 times=self._times,
                 python=self._python,
+                warm=self._warm,
             )
         finally:
             self._free.append(slot)
@@ -83,8 +91,10 @@ class LocalEngine:
     async def close(self) -> None:
         """Pause what still runs and wait for it: each turn's own cleanup then leaves
         nothing of it running."""
+        self._warm.close()
         if self._signals is None or self._idle is None:
             return
         if self._running:
             self.pause()
             await self._idle.wait()
+        self._warm.close()  # any a turn started while it paused

@@ -7,7 +7,7 @@ the same :func:`~treadle.adapters.batch.turn_process.run_turn` the local engine 
 in the worker's own event loop.
 
 Pausing is ``ray.cancel(force=False)``: Ray raises the worker's SIGINT handler, which
-pauses the turn (SIGINT, then SIGTERM, then SIGKILL, as on this machine), and the task
+pauses the turn (SIGTERM, then SIGTERM to its group, then SIGKILL, as on this machine), and the task
 still returns its result. A task that does not end within the pause's time is cancelled
 with ``force=True``: Ray kills its worker, and the worker's watchdog kills what the
 turn started, since Ray's own cancel misses what left the worker's process group.
@@ -94,6 +94,10 @@ class RayEngine:
         self._times = times or StopTimes()
         self._owned = instance is None
         self.instance = instance or (RayCluster(address) if address else LocalRayInstance(workers))
+        # The turns of a private instance keep their sessions on this machine, where the
+        # batch sees whether a lost turn ever began; a cluster's nodes may keep theirs
+        # on their own disks.
+        self._sees_sessions = isinstance(self.instance, LocalRayInstance)
         self._remote: Any = None
         self._running: dict[str, Any] = {}  # id -> ObjectRef
         self._forced: set[str] = set()
@@ -113,6 +117,7 @@ class RayEngine:
 
     async def run(self, order: TurnOrder) -> TaskResult:
         began = self._clock.now()
+        before = _session_trace(order.transcript)
         ref = self._remote.remote(order, self._times)
         self._running[order.id] = ref
         self._idle.clear()
@@ -122,14 +127,21 @@ class RayEngine:
         except asyncio.CancelledError:
             raise
         except Exception as error:  # Ray's errors, whatever they are, become outcomes
-            return self._outcome_of(order, error, round(self._clock.now() - began, 3))
+            seconds = round(self._clock.now() - began, 3)
+            return self._outcome_of(
+                order, error, seconds, began_turn=before != _session_trace(order.transcript)
+            )
         finally:
             self._running.pop(order.id, None)
             if not self._running:
                 self._idle.set()
 
-    def _outcome_of(self, order: TurnOrder, error: Exception, seconds: float) -> TaskResult:
-        """What a task that raised says of its turn: Ray's errors become outcomes."""
+    def _outcome_of(
+        self, order: TurnOrder, error: Exception, seconds: float, *, began_turn: bool = True
+    ) -> TaskResult:
+        """What a task that raised says of its turn: Ray's errors become outcomes.
+        ``began_turn`` is False when the turn's session shows no sign of it (its folder
+        never came to be, its transcript did not grow)."""
         import ray.exceptions as ray_errors
 
         kinds = {kind.__name__ for kind in type(error).__mro__}
@@ -140,6 +152,17 @@ class RayEngine:
         cancelled = isinstance(error, ray_errors.TaskCancelledError) and not lost
         if cancelled and order.id not in self._forced:  # cancelled before its turn began
             return TaskResult(order.id, "not started", detail=NOT_STARTED_DETAIL)
+        if lost and not began_turn and self._sees_sessions:
+            # A dead cluster fails every task given to it at once: their turns never
+            # began, and a rerun starts them (a new session has no folder to continue).
+            return TaskResult(
+                order.id,
+                "not started",
+                detail=f"its Ray worker was lost ({type(error).__name__}) before the turn began",
+                session=order.session if order.resuming else "",
+                transcript=order.transcript if order.resuming else "",
+                seconds=seconds,
+            )
         said = _transcript_tally(order.transcript)
         kept = f"its transcript kept {said.requests} request{'' if said.requests == 1 else 's'}"
         first = (str(error).strip().splitlines() or [""])[0][:300]
@@ -171,7 +194,7 @@ class RayEngine:
             self._pausing = asyncio.get_running_loop().call_later(self._pause_time(), self.kill)
 
     def _pause_time(self) -> float:
-        """How long a task may take to pause its turn: SIGINT, SIGTERM, the sweep, and
+        """How long a task may take to pause its turn: two SIGTERMs, the sweep, and
         some more for Ray itself."""
         return self._times.pause + self._times.term + self._times.sweep + 5.0
 
@@ -193,6 +216,18 @@ class RayEngine:
             self._pausing.cancel()
         if self._owned:
             await asyncio.to_thread(self.instance.stop)
+
+
+def _session_trace(transcript: str) -> tuple[bool, int]:
+    """Whether the turn's session folder exists and how long its transcript is: what a
+    turn that begins changes (it makes a new session's folder, and writes its start)."""
+    if not transcript:
+        return (False, -1)
+    try:
+        size = os.stat(transcript).st_size
+    except OSError:
+        size = -1
+    return (os.path.isdir(os.path.dirname(transcript)), size)
 
 
 def _transcript_tally(path: str) -> TurnTally:

@@ -26,7 +26,8 @@ from collections.abc import Iterable
 
 from returns.result import Failure, Result, Success
 
-from treadle.adapters.process.watchdog import OWNER_MARKER, ensure_watchdog
+from treadle.adapters.process.cgroup import CommandGroup, cgroup_home
+from treadle.adapters.process.watchdog import OWNER_MARKER, ensure_watchdog, watch_cgroup
 
 SMALLEST_OBJECT_STORE = 78 * 1024 * 1024
 """Ray refuses an object store under 75 MiB; turns pass only small values through it."""
@@ -132,6 +133,9 @@ class LocalRayInstance:
         self.folder = ""
         self.pids: set[int] = set()
         """Every process of the instance seen so far (for checks after it stopped)."""
+        self.group: CommandGroup | None = None
+        """The instance's cgroup, where treadle could make one."""
+        self._left = ""
 
     def start(self) -> Result[None, str]:
         # Ray reads these when imported and when it starts: before either.
@@ -144,10 +148,15 @@ class LocalRayInstance:
         import ray
 
         self.folder = tempfile.mkdtemp(prefix="treadle-ray-", dir=self.temp_root)
-        # Every Ray process inherits the owner marker: should this process die, even by
-        # kill -9, the watchdog takes the whole instance with it.
+        # Every Ray process inherits the owner marker and, where Linux lets treadle make
+        # one, a cgroup of the instance's own: should this process die, even by kill -9,
+        # the watchdog takes the whole instance with it. The cgroup is what catches the
+        # agents: Ray kills its raylet along with its parent (a parent-death signal), so
+        # they are init's before the watchdog looks, and their retitled command lines
+        # (``ray::DashboardAgent``) no longer show the marker.
         ensure_watchdog()
         os.environ[OWNER_MARKER] = "1"
+        inside = self._enter_group()
         try:
             ray.init(
                 num_cpus=self.workers,
@@ -163,8 +172,33 @@ class LocalRayInstance:
             return Failure(f"could not start Ray on this machine: {error}")
         finally:
             os.environ.pop(OWNER_MARKER, None)
+            if inside:
+                self._leave_group()
         self.pids.update(instance_pids(self.folder))
         return Success(None)
+
+    def _enter_group(self) -> bool:
+        """Move this process into a new cgroup the watchdog empties, for as long as it
+        starts Ray: every process of the instance is born in it, and so is all they
+        start later (the agents, the workers, the turns)."""
+        home = cgroup_home()
+        group = home.command_group(f"ray-{os.urandom(8).hex()}") if home is not None else None
+        if home is None or group is None:
+            return False
+        watch_cgroup(home.path)
+        if not group.adopt(os.getpid()):
+            return False
+        self.group = group
+        self._left = os.path.dirname(home.path)
+        return True
+
+    def _leave_group(self) -> None:
+        """Back to the cgroup this process came from: the instance stays in its own."""
+        with (
+            contextlib.suppress(OSError),
+            open(os.path.join(self._left, "cgroup.procs"), "w", encoding="ascii") as procs,
+        ):
+            procs.write(str(os.getpid()))
 
     def stop(self, grace: float = 2.0) -> None:
         """``ray.shutdown()``, then whatever of the instance is still alive, by PID."""
@@ -180,6 +214,13 @@ class LocalRayInstance:
         if self.folder:
             stop_instance(instance_pids(self.folder), grace)
             shutil.rmtree(self.folder, ignore_errors=True)
+        if self.group is not None:
+            # Whatever of the instance its process tree no longer showed.
+            self.pids.update(self.group.pids())
+            self.group.kill()
+            deadline = time.monotonic() + grace
+            while not self.group.remove() and time.monotonic() < deadline:
+                time.sleep(0.02)
 
 
 # Processes ---------------------------------------------------------------------------

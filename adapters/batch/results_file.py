@@ -10,8 +10,10 @@ Example::
 from __future__ import annotations
 
 import dataclasses
+import fcntl
 import json
 import os
+from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, Any
 
@@ -48,6 +50,37 @@ def read_lines(path: str | Path) -> list[str]:
         return []
 
 
+class ResultsBusy(Exception):
+    """Another ``treadle batch`` holds this RESULTS file."""
+
+
+class ResultsLock:
+    """The hold of one batch on its RESULTS file: an ``flock`` on ``RESULTS.lock``
+    beside it, for as long as the batch runs. Two batches on one RESULTS would run every
+    task twice; the lock goes with its process however it ends (kill -9 too), and no
+    turn inherits it (close-on-exec)."""
+
+    def __init__(self, results: str | Path) -> None:
+        results = Path(results)
+        self.path = results.with_name(results.name + ".lock")
+        self._descriptor: int | None = None
+
+    def acquire(self) -> None:
+        """Take the lock, or raise ResultsBusy (OSError when it cannot be made)."""
+        descriptor = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        try:
+            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(descriptor)
+            raise ResultsBusy("another treadle batch is running with these results") from None
+        self._descriptor = descriptor
+
+    def release(self) -> None:
+        if self._descriptor is not None:
+            os.close(self._descriptor)
+            self._descriptor = None
+
+
 class ResultsFile:
     """The ResultsLog port on a file: each line flushed and fsynced before ``write``
     returns, so a kill loses no result that was written. A last line torn by an earlier
@@ -60,7 +93,13 @@ class ResultsFile:
             self._file.write("\n")
 
     def write(self, result: TaskResult) -> None:
-        self._file.write(json.dumps(result_record(result), ensure_ascii=False) + "\n")
+        self.write_all((result,))
+
+    def write_all(self, results: Sequence[TaskResult]) -> None:
+        """Every line of ``results``, with one flush and one fsync."""
+        self._file.write(
+            "".join(json.dumps(result_record(r), ensure_ascii=False) + "\n" for r in results)
+        )
         self._file.flush()
         os.fsync(self._file.fileno())
 

@@ -8,17 +8,19 @@ loop, the Ray one inside a Ray task. The turn's process tree:
       └─ python -m treadle --json …     own session and group; TREADLE_RUN_<id>=1 and
            └─ its commands …            the owner marker, which every descendant inherits
 
-A pause is SIGINT to the turn's group (treadle records the turn paused and exits 130),
-then SIGTERM, then SIGKILL for everything that carries the marker or descends from the
-turn, wherever it went (``setsid``, double forks). The owner marker is the one the
-watchdog of :mod:`treadle.adapters.process.watchdog` sweeps, should the process running
-the turn die, even by SIGKILL.
+A pause is SIGTERM to the turn's process (treadle records the turn paused and exits
+130, as a headless turn does), then SIGTERM to its group, then SIGKILL for everything
+that carries the marker or descends from the turn, wherever it went (``setsid``,
+double forks). The owner marker is the one the watchdog of
+:mod:`treadle.adapters.process.watchdog` sweeps, should the process running the turn
+die, even by SIGKILL.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import signal
 import subprocess
@@ -38,9 +40,9 @@ from treadle.ports.clock import Clock
 
 @dataclass(frozen=True, slots=True)
 class StopTimes:
-    """How a turn is stopped: SIGINT and ``pause`` seconds to record its pause, then
-    SIGTERM and ``term`` seconds, then SIGKILL; leftovers of a turn that ended get
-    SIGTERM and ``sweep`` seconds before SIGKILL."""
+    """How a turn is stopped: SIGTERM to treadle and ``pause`` seconds to record its
+    pause, then SIGTERM to its group and ``term`` seconds, then SIGKILL; leftovers of a
+    turn that ended get SIGTERM and ``sweep`` seconds before SIGKILL."""
 
     pause: float = 10.0
     term: float = 2.0
@@ -191,7 +193,7 @@ async def _within(future: asyncio.Future[None], seconds: float) -> bool:
 
 @dataclass(slots=True)
 class TurnSignals:
-    """The batch's requests to a running turn: pause it (SIGINT first), or kill it now."""
+    """The batch's requests to a running turn: pause it (SIGTERM first), or kill it now."""
 
     pause: asyncio.Event
     kill: asyncio.Event
@@ -209,21 +211,18 @@ async def run_turn(
     signals: TurnSignals,
     times: StopTimes | None = None,
     python: str = sys.executable,
+    warm: WarmTurns | None = None,
 ) -> TaskResult:
     """Run ``order``'s turn here to its end, and say how it ended; nothing it started
-    is left running when this returns, or when it is cancelled."""
+    is left running when this returns, or when it is cancelled. With ``warm``, the
+    turn's process is one started ahead, where one is ready."""
     times = times or StopTimes()
     become_subreaper()
     ensure_watchdog()
-    run_id = os.urandom(16).hex()
     started = clock.now()
-    out_read, out_write = os.pipe()
-    err_read, err_write = os.pipe()
     try:
-        process = _start(order, run_id, out_write, err_write, python)
+        begun = (warm.take(order) if warm is not None else None) or _start_cold(order, python)
     except OSError as error:
-        os.close(out_read)
-        os.close(err_read)
         return TaskResult(
             order.id,
             "failed",
@@ -232,15 +231,14 @@ async def run_turn(
             seconds=round(clock.now() - started, 3),
             worker=worker,
         )
-    finally:
-        os.close(out_write)
-        os.close(err_write)
-    active_commands.add(process.pid)  # its exit status is ours: no cleanup reaps it
+    if warm is not None:
+        warm.prepare(order)  # the next turn's process starts while this one runs
+    process, run_id = begun.process, begun.run_id
     tree = CommandTree(process.pid, run_id)
     lines, errors = _Lines(), _Tail()
     readers = [
-        asyncio.ensure_future(_read(out_read, lines)),
-        asyncio.ensure_future(_read(err_read, errors)),
+        asyncio.ensure_future(_read(begun.stdout, lines)),
+        asyncio.ensure_future(_read(begun.stderr, errors)),
     ]
     ended = asyncio.ensure_future(_exited(process))
     asked = False
@@ -281,25 +279,128 @@ async def run_turn(
     )
 
 
-def _start(
-    order: TurnOrder, run_id: str, stdout: int, stderr: int, python: str
-) -> subprocess.Popen[bytes]:
-    environment = turn_environment(os.environ, order, (run_marker(run_id), OWNER_MARKER))
+@dataclass(frozen=True, slots=True)
+class TurnStart:
+    """A turn's process, just started: its run marker and the read ends of its pipes."""
+
+    process: subprocess.Popen[bytes]
+    run_id: str
+    stdout: int
+    stderr: int
+
+
+def _spawn(
+    command: list[str], environment: dict[str, str], cwd: str | None, stdin: int
+) -> tuple[subprocess.Popen[bytes], int, int]:
+    """The process and the read ends of its stdout and stderr."""
+    out_read, out_write = os.pipe()
+    err_read, err_write = os.pipe()
     # A Ray worker runs with SIGINT blocked, and a child inherits the mask of the
-    # thread that forks it: the turn would never hear the SIGINT that pauses it.
+    # thread that forks it: the turn would never hear the signals that pause it.
     blocked = signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM})
     try:
-        return subprocess.Popen(
-            turn_command(order, python),
-            cwd=order.workspace,
+        process = subprocess.Popen(
+            command,
+            cwd=cwd,
             env=environment,
-            stdin=subprocess.DEVNULL,
-            stdout=stdout,
-            stderr=stderr,
+            stdin=stdin,
+            stdout=out_write,
+            stderr=err_write,
             start_new_session=True,
         )
+    except BaseException:
+        os.close(out_read)
+        os.close(err_read)
+        raise
     finally:
         signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+        os.close(out_write)
+        os.close(err_write)
+    active_commands.add(process.pid)  # its exit status is ours: no cleanup reaps it
+    return process, out_read, err_read
+
+
+def _start_cold(order: TurnOrder, python: str) -> TurnStart:
+    run_id = os.urandom(16).hex()
+    environment = turn_environment(os.environ, order, (run_marker(run_id), OWNER_MARKER))
+    process, out, err = _spawn(
+        turn_command(order, python), environment, order.workspace, subprocess.DEVNULL
+    )
+    return TurnStart(process, run_id, out, err)
+
+
+@dataclass(slots=True)
+class _Waiting:
+    start: TurnStart
+    environment: tuple[tuple[str, str], ...]
+    stdin: int
+
+
+class WarmTurns:
+    """Turn processes started ahead (see :mod:`treadle.entrypoints.batch_turn`): up to
+    ``size`` wait, each with the environment of the orders it may take. ``take`` gives
+    one its order; ``prepare`` starts more for orders like this one; ``close`` ends
+    those that wait."""
+
+    def __init__(self, size: int, python: str = sys.executable) -> None:
+        self.size = max(0, size)
+        self.python = python
+        self._waiting: list[_Waiting] = []
+
+    def take(self, order: TurnOrder) -> TurnStart | None:
+        if not os.path.isdir(order.workspace):
+            return None  # a cold start says why, as for any turn
+        while self._waiting:
+            waiting = self._waiting.pop(0)
+            if waiting.environment != order.environment or waiting.start.process.poll() is not None:
+                self._end(waiting)
+                continue
+            argv = turn_command(order, self.python)[3:]  # after "python -m treadle"
+            line = json.dumps({"argv": argv, "cwd": order.workspace}) + "\n"
+            try:
+                os.write(waiting.stdin, line.encode())
+            except OSError:
+                self._end(waiting)
+                continue
+            os.close(waiting.stdin)
+            return waiting.start
+        return None
+
+    def prepare(self, order: TurnOrder) -> None:
+        """Start processes for turns like ``order`` until ``size`` wait (best effort)."""
+        while len(self._waiting) < self.size:
+            run_id = os.urandom(16).hex()
+            environment = turn_environment(os.environ, order, (run_marker(run_id), OWNER_MARKER))
+            stdin_read, stdin_write = os.pipe()
+            os.set_inheritable(stdin_write, False)
+            try:
+                process, out, err = _spawn(
+                    [self.python, "-m", "treadle.entrypoints.batch_turn"],
+                    environment,
+                    None,
+                    stdin_read,
+                )
+            except OSError:
+                os.close(stdin_write)
+                return
+            finally:
+                os.close(stdin_read)
+            start = TurnStart(process, run_id, out, err)
+            self._waiting.append(_Waiting(start, order.environment, stdin_write))
+
+    def close(self) -> None:
+        while self._waiting:
+            self._end(self._waiting.pop())
+
+    def _end(self, waiting: _Waiting) -> None:
+        process = waiting.start.process
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+        active_commands.discard(process.pid)
+        for descriptor in (waiting.stdin, waiting.start.stdout, waiting.start.stderr):
+            with contextlib.suppress(OSError):
+                os.close(descriptor)
 
 
 async def _follow(
@@ -317,11 +418,13 @@ async def _follow(
         await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
         if ended.done():
             return False
-        for signum, seconds in ((signal.SIGINT, times.pause), (signal.SIGTERM, times.term)):
+        # SIGTERM to treadle itself pauses its turn, as it does a headless turn: treadle
+        # stops its own commands and records the pause. Then its whole group.
+        for send, seconds in ((os.kill, times.pause), (os.killpg, times.term)):
             if kill.done():
                 break
             with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(process.pid, signum)
+                send(process.pid, signal.SIGTERM)
             await asyncio.wait(
                 waiting - {pause}, timeout=seconds, return_when=asyncio.FIRST_COMPLETED
             )

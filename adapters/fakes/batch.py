@@ -117,6 +117,9 @@ class RecordingResults:
     def write(self, result: TaskResult) -> None:
         self.written.append(result)
 
+    def write_all(self, results: Sequence[TaskResult]) -> None:
+        self.written.extend(results)
+
 
 class RecordingBatchScreen:
     """The BatchScreen port in memory."""

@@ -29,6 +29,7 @@ from treadle.domain.rules.batch import (
     KillAsked,
     KillTurns,
     PauseTurns,
+    RecordNotStarted,
     RecordResult,
     StartTurn,
     StopAsked,
@@ -44,6 +45,9 @@ log = logging.getLogger(__name__)
 
 PROGRESS_INTERVAL = 1.0
 """How often the progress line is redrawn between events (seconds)."""
+NOT_STARTED_SHOWN = 20
+"""The turns a stop left queued that get a line of their own on the screen; RESULTS
+has every one."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,6 +125,14 @@ class BatchRun:
             case RecordResult(result=result):
                 self.ports.results.write(result)
                 self.ports.screen.ended(result, self.figures)
+            case RecordNotStarted(results=results):
+                self.ports.results.write_all(results)
+                figures = self.figures
+                for result in results[:NOT_STARTED_SHOWN]:
+                    self.ports.screen.ended(result, figures)
+                if len(results) > NOT_STARTED_SHOWN:
+                    more = len(results) - NOT_STARTED_SHOWN
+                    self.ports.screen.note(f"… and {more:,} more not started")
             case PauseTurns():
                 self.ports.screen.note("stopping: the running turns are pausing")
                 self.ports.engine.pause()

@@ -2,8 +2,9 @@
 and how the batch ends.
 
 At most ``workers`` turns run at once, in TASKS order. Each turn's result is recorded
-as it ends. A stop (Ctrl-C, SIGTERM) records every queued turn ``not started`` at once
-and asks the running ones to pause; a second Ctrl-C kills them. The loop
+as it ends. A stop (Ctrl-C, SIGTERM) asks the running turns to pause first, then records
+every queued turn ``not started`` at once, in one write however long the queue; a
+second Ctrl-C kills them. The loop
 (:mod:`treadle.domain.loop.batch`) only carries out the actions. Example::
 
     >>> from treadle.domain.values.batch import TaskResult, TurnOrder
@@ -15,8 +16,8 @@ and asks the running ones to pause; a second Ctrl-C kills them. The loop
     >>> [type(action).__name__ for action in actions]
     ['RecordResult', 'StartTurn']
     >>> batch, actions = step(batch, StopAsked())
-    >>> [type(action).__name__ for action in actions], actions[0].result.id
-    (['RecordResult', 'PauseTurns'], 'd')
+    >>> [type(action).__name__ for action in actions], actions[1].results[0].id
+    (['PauseTurns', 'RecordNotStarted'], 'd')
 """
 
 from __future__ import annotations
@@ -104,6 +105,14 @@ class RecordResult:
 
 
 @dataclass(frozen=True, slots=True)
+class RecordNotStarted:
+    """Write these lines of RESULTS now, together (the queue a stop leaves, however
+    long: one write, not one per turn)."""
+
+    results: tuple[TaskResult, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class PauseTurns:
     """Ask every running turn to pause (each then ends paused, with its transcript)."""
 
@@ -120,7 +129,7 @@ class Finish:
     exit_code: int
 
 
-BatchAction = StartTurn | RecordResult | PauseTurns | KillTurns | Finish
+BatchAction = StartTurn | RecordResult | RecordNotStarted | PauseTurns | KillTurns | Finish
 
 NOT_STARTED_DETAIL = "the batch was stopped before this turn began"
 
@@ -174,9 +183,11 @@ def _stop(batch: Batch) -> tuple[Batch, tuple[BatchAction, ...]]:
     stopped = replace(
         batch, phase=Phase.STOPPING, queue=(), results=(*batch.results, *never), stop_asked=True
     )
-    actions: tuple[BatchAction, ...] = tuple(RecordResult(result) for result in never)
-    if stopped.running:
-        actions = (*actions, PauseTurns())
+    # The running turns hear of the stop before the queue is written: a long queue
+    # must not hold their pause back.
+    actions: tuple[BatchAction, ...] = (PauseTurns(),) if stopped.running else ()
+    if never:
+        actions = (*actions, RecordNotStarted(never))
     return _end_if_idle(stopped, actions)
 
 

@@ -82,6 +82,27 @@ async def test_a_stop_pauses_the_running_turns_and_records_the_queued_ones_not_s
     assert any("pausing" in note for note in rig.screen.notes)
 
 
+async def test_a_stop_with_a_long_queue_pauses_first_and_writes_the_queue_in_one_go():
+    rig = Rig(count=5_000, default=FakeTurn(seconds=60))
+    asked_when_written: list[int] = []
+
+    class Writes(RecordingResults):
+        def write_all(self, results):
+            asked_when_written.append(rig.engine.paused_asked)
+            super().write_all(results)
+
+    rig.results = Writes()
+    rig.run.ports = BatchPorts(rig.engine, rig.results, rig.screen, rig.clock)
+    job = asyncio.ensure_future(rig.run.run())
+    await rig.clock.sleep(5)
+    rig.run.stop()
+    assert await job == Success(130)
+    assert asked_when_written == [1]  # one write, after the running turns were asked
+    assert len(rig.results.written) == 5_000
+    assert len(rig.screen.ended_ids) == 2 + 20  # the rest is one note
+    assert "… and 4,978 more not started" in rig.screen.notes
+
+
 async def test_a_second_ctrl_c_kills_turns_that_do_not_pause():
     rig = Rig(count=3, default=FakeTurn(seconds=600, pauses=False))
     job = asyncio.ensure_future(rig.run.run())

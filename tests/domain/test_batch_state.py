@@ -12,6 +12,7 @@ from treadle.domain.rules.batch import (
     KillTurns,
     PauseTurns,
     Phase,
+    RecordNotStarted,
     RecordResult,
     StartTurn,
     StopAsked,
@@ -33,7 +34,13 @@ def started(actions) -> list[str]:
 
 
 def recorded(actions) -> list[tuple[str, str]]:
-    return [(a.result.id, a.result.outcome) for a in actions if isinstance(a, RecordResult)]
+    found: list[tuple[str, str]] = []
+    for action in actions:
+        if isinstance(action, RecordResult):
+            found.append((action.result.id, action.result.outcome))
+        elif isinstance(action, RecordNotStarted):
+            found += [(result.id, result.outcome) for result in action.results]
+    return found
 
 
 def ended(name: str, outcome: str = "finished") -> TurnEnded:
@@ -72,14 +79,26 @@ def test_a_stop_records_the_queued_turns_not_started_and_pauses_the_running_ones
     batch, _ = step(start_batch(orders("a", "b", "c", "d"), workers=2), Begin(0.0))
     batch, actions = step(batch, StopAsked())
     assert recorded(actions) == [("c", "not started"), ("d", "not started")]
-    assert actions[-1] == PauseTurns()
+    assert actions[0] == PauseTurns()
     assert all(
-        a.result.detail == NOT_STARTED_DETAIL for a in actions if isinstance(a, RecordResult)
+        r.detail == NOT_STARTED_DETAIL
+        for a in actions
+        if isinstance(a, RecordNotStarted)
+        for r in a.results
     )
     batch, actions = step(batch, ended("a", "paused"))
     assert started(actions) == [] and recorded(actions) == [("a", "paused")]
     batch, actions = step(batch, ended("b", "finished"))
     assert actions[-1] == Finish(130)
+
+
+def test_a_stop_pauses_the_running_turns_before_it_records_a_long_queue_in_one_action():
+    batch, _ = step(start_batch(orders(*map(str, range(10_000))), workers=2), Begin(0.0))
+    _, actions = step(batch, StopAsked())
+    assert actions[0] == PauseTurns()
+    (written,) = [a for a in actions if isinstance(a, RecordNotStarted)]
+    assert len(written.results) == 9_998
+    assert not any(isinstance(a, RecordResult) for a in actions)
 
 
 def test_a_second_stop_changes_nothing_and_a_kill_kills_once():
@@ -102,13 +121,13 @@ def test_a_kill_that_comes_first_stops_and_kills_at_once():
     batch, _ = step(start_batch(orders("a", "b"), workers=1), Begin(0.0))
     batch, actions = step(batch, KillAsked())
     assert recorded(actions) == [("b", "not started")]
-    assert actions[-2:] == (PauseTurns(), KillTurns())
+    assert isinstance(actions[0], PauseTurns) and actions[-1] == KillTurns()
 
 
 def test_a_queued_continuation_stopped_before_it_began_keeps_its_session():
     order = TurnOrder("a", "", "s-old", "/w", resuming=True, transcript="/t")
     _, actions = step(start_batch([order], workers=1), StopAsked())
-    result = next(a.result for a in actions if isinstance(a, RecordResult))
+    result = next(r for a in actions if isinstance(a, RecordNotStarted) for r in a.results)
     assert (result.session, result.transcript) == ("s-old", "/t")
 
 

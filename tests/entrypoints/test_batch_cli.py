@@ -181,3 +181,108 @@ def test_sigterm_stops_a_batch_as_ctrl_c_does(tmp_path, home):
     assert batch.returncode == 130, err
     outcomes = sorted(str(row["outcome"]) for row in rows(tmp_path / "tasks.results.jsonl"))
     assert outcomes == ["not started", "paused", "paused"]
+
+
+@pytest.mark.slow
+def test_turns_given_to_a_dead_ray_instance_are_not_started_and_a_rerun_runs_them(tmp_path, home):
+    quick = quick_turn_script(tmp_path, seconds=3.0)
+    tasks = write_tasks(tmp_path / "tasks.jsonl", [{"id": f"t{n}", "task": "x"} for n in range(3)])
+    command = [sys.executable, "-m", "treadle", "batch", str(tasks), "--engine", "ray"]
+    command += ["--workers", "1", "--model", f"script:{quick}"]
+    batch = subprocess.Popen(
+        command, cwd=tmp_path, env=home, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    sessions = tmp_path / "state" / "sessions"
+    try:
+        assert until(lambda: sessions.is_dir() and any(sessions.iterdir()), 90)
+        (raylet,) = raylets_of(batch.pid)
+        os.kill(raylet, signal.SIGKILL)  # the cluster dies with t0 running
+        _, err = batch.communicate(timeout=120)
+    finally:
+        batch.kill()
+    got = {row["id"]: row for row in rows(tmp_path / "tasks.results.jsonl")}
+    for name in ("t1", "t2"):
+        assert got[name]["outcome"] == "not started", err
+        assert got[name]["session"] == "" and "before the turn began" in str(got[name]["detail"])
+    assert len(list(sessions.iterdir())) == 1  # only t0's session ever was
+    again = subprocess.run(command, cwd=tmp_path, env=home, capture_output=True, text=True)
+    assert again.returncode == 0, again.stderr
+    latest = {row["id"]: row for row in rows(tmp_path / "tasks.results.jsonl")}
+    assert [latest[f"t{n}"]["outcome"] for n in range(3)] == ["finished"] * 3, again.stderr
+
+
+def raylets_of(batch: int) -> list[int]:
+    """The raylet of the private Ray instance the batch ``batch`` started."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            comm = Path(f"/proc/{entry}/comm").read_text().strip()
+            stat = Path(f"/proc/{entry}/stat").read_bytes()
+        except OSError:
+            continue
+        parent = int(stat[stat.rfind(b")") + 2 :].split()[1])
+        if comm == "raylet" and parent == batch:
+            found.append(int(entry))
+    return found
+
+
+def descendants(pid: int) -> set[int]:
+    parents: dict[int, int] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                stat = Path(f"/proc/{entry}/stat").read_bytes()
+            except OSError:
+                continue
+            parents[int(entry)] = int(stat[stat.rfind(b")") + 2 :].split()[1])
+    found, stack = set(), [pid]
+    while stack:
+        parent = stack.pop()
+        for child, its_parent in parents.items():
+            if its_parent == parent and child not in found:
+                found.add(child)
+                stack.append(child)
+    return found
+
+
+@pytest.mark.slow
+def test_kill_9_of_a_ray_batch_leaves_nothing_of_its_private_instance(tmp_path, home):
+    long = long_turn_script(tmp_path)
+    tasks = write_tasks(tmp_path / "tasks.jsonl", [{"id": f"L{n}", "task": "x"} for n in range(3)])
+    batch = start_batch(tasks, home, "--engine", "ray", "--model", f"script:{long}")
+    try:
+        assert until(lambda: len(setsid_pids(tmp_path)) == 2, 90), batch.poll()
+        instance = descendants(batch.pid)
+        names = {Path(f"/proc/{pid}/comm").read_text().strip() for pid in instance}
+        assert {"raylet", "ray::DashboardA", "ray::RuntimeEnv"} <= names, names
+        batch.kill()
+        batch.wait(10)
+    finally:
+        batch.kill()
+    # Ray kills its raylet with its parent: the agents are init's before the watchdog
+    # looks, and their retitled command lines no longer show treadle's marker.
+    assert until(lambda: not any(is_running(pid) for pid in instance), 10), [
+        Path(f"/proc/{pid}/comm").read_text().strip() for pid in instance if is_running(pid)
+    ]
+
+
+def test_kill_9_of_a_local_batch_leaves_neither_its_turns_nor_those_started_ahead(tmp_path, home):
+    long = long_turn_script(tmp_path)
+    tasks = write_tasks(tmp_path / "tasks.jsonl", [{"id": f"L{n}", "task": "x"} for n in range(5)])
+    batch = start_batch(tasks, home, "--model", f"script:{long}")
+    try:
+        assert until(lambda: len(setsid_pids(tmp_path)) == 2, 60), batch.poll()
+        waiting = [
+            pid
+            for pid in descendants(batch.pid)
+            if b"batch_turn" in Path(f"/proc/{pid}/cmdline").read_bytes()
+        ]
+        assert waiting  # the next turns' processes, started ahead
+        batch.kill()
+        batch.wait(10)
+    finally:
+        batch.kill()
+    assert nothing_left(tmp_path / "state")
+    assert not any(is_running(pid) for pid in [*waiting, *setsid_pids(tmp_path)])

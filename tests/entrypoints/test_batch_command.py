@@ -3,7 +3,9 @@ makes, and the container's engine overridden by the fake one."""
 
 from __future__ import annotations
 
+import fcntl
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -183,6 +185,26 @@ async def test_an_engine_that_cannot_start_exits_2_and_says_why(tmp_path, capsys
         container.shutdown_resources()
     assert "treadle: --engine ray needs Ray" in capsys.readouterr().err
     assert rows(Path(options.results_path)) == []
+
+
+def test_a_second_batch_on_the_same_results_is_refused_in_one_line_and_runs_nothing(
+    tmp_path, state, capsys
+):
+    script = quick_turn_script(tmp_path)
+    tasks = write_tasks(tmp_path / "t.jsonl", [{"id": "a", "task": "x"}])
+    results = tmp_path / "t.results.jsonl"
+    # The first batch holds an flock beside RESULTS for as long as it runs.
+    descriptor = os.open(tmp_path / "t.results.jsonl.lock", os.O_RDWR | os.O_CREAT)
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        assert main(["batch", str(tasks), "--model", f"script:{script}"]) == 2
+        err = capsys.readouterr().err
+        assert err == f"treadle: {results}: another treadle batch is running with these results\n"
+        assert not results.exists() and not (state / "sessions").exists()
+    finally:
+        os.close(descriptor)
+    assert main(["batch", str(tasks), "--model", f"script:{script}"]) == 0
+    assert [row["outcome"] for row in rows(results)] == ["finished"]
 
 
 def test_a_session_id_for_a_new_session_is_checked(tmp_path, state, capsys):

@@ -153,12 +153,13 @@ async def test_a_tampered_recording_reports_the_first_divergence(
     assert reported in output
 
 
-def test_without_check_a_divergence_is_reported_but_not_an_error(
+def test_without_check_a_divergence_is_reported_and_the_replay_exits_as_its_turn_ended(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     out = io.StringIO()
     path = tampered(tmp_path, set_max_tokens)
-    assert run_subcommand(["replay", str(path), "--recorded-tools"], out) == 0
+    assert run_subcommand(["replay", str(path), "--recorded-tools"], out) == 1
+    assert "Turn failed" in out.getvalue()
     assert "Task: Show what treadle does" in out.getvalue()  # the session is shown
     assert "max_tokens is 8192, recorded 4096" in capsys.readouterr().err
 
@@ -199,6 +200,11 @@ async def test_a_failed_session_replays_to_the_same_end(
     (outcome,) = await record(path, [([R.failing(error)], "try")])
     assert outcome.screen_line == line
     assert (await replay(path))[0] == 0
+    # Without --check, the replay is a run of the session: it exits as the turn did.
+    out = io.StringIO()
+    args = build_parser().parse_args(["replay", str(path), "--recorded-tools"])
+    assert await replay_command(args, out) == outcome.exit_code != 0
+    assert line in out.getvalue()
 
 
 async def test_a_paused_then_resumed_session_replays_both_turns(tmp_path: Path) -> None:

@@ -29,7 +29,7 @@ from tests.batch_support import (
 )
 from tests.processes import is_running
 from treadle.adapters.batch.local import LocalEngine
-from treadle.adapters.batch.turn_process import StopTimes
+from treadle.adapters.batch.turn_process import StopTimes, TurnSignals, WarmTurns, run_turn
 from treadle.adapters.system_clock import SystemClock
 from treadle.domain.loop.batch import BatchRun
 from treadle.domain.values.batch import TaskResult, TurnOrder
@@ -168,6 +168,7 @@ async def test_a_turn_that_cannot_start_is_failed_and_says_why(place):
     order = place.order("x", model="demo")
     missing = TurnOrder(order.id, order.task, order.session, str(place.root / "gone"))
     result = await engine.run(missing)
+    await engine.close()
     assert isinstance(result, TaskResult)
     assert result.outcome == "failed" and "could not start treadle in" in result.detail
 
@@ -175,6 +176,7 @@ async def test_a_turn_that_cannot_start_is_failed_and_says_why(place):
 async def test_a_turn_that_treadle_refuses_is_failed_with_treadle_s_own_line(place, tmp_path):
     engine = LocalEngine(SystemClock(), workers=1)
     result = await engine.run(place.order("x", model="nonsense:model:x"))
+    await engine.close()
     assert (result.outcome, result.exit_code) == ("failed", 2)
     assert result.detail.startswith("treadle exited with 2: treadle: flag --model")
 
@@ -199,6 +201,65 @@ async def test_a_turn_that_needs_a_yes_nobody_can_give_is_reported_blocked(place
     order = place.order("b", model=f"script:{script}")
     engine = LocalEngine(SystemClock(), workers=1)
     result = await engine.run(replace(order, approval="ask"))
+    await engine.close()
     assert (result.outcome, result.exit_code) == ("blocked", 3)
     assert result.detail.startswith("Turn blocked:")
     assert not (place.work / "made-it").exists()
+
+
+def waiting_pids(warm: WarmTurns) -> list[int]:
+    return [waiting.start.process.pid for waiting in warm._waiting]
+
+
+async def test_a_turn_process_started_ahead_runs_the_turn_it_is_given_later(place, tmp_path):
+    quick = quick_turn_script(place.root)
+    warm = WarmTurns(1)
+    first = place.order("a", model=f"script:{quick}")
+    warm.prepare(first)
+    (ahead,) = waiting_pids(warm)
+    await wait_for(lambda: b"batch_turn" in Path(f"/proc/{ahead}/cmdline").read_bytes())
+    signals = TurnSignals.new()
+    clock = SystemClock()
+    result = await run_turn(first, worker="local:1", clock=clock, signals=signals, warm=warm)
+    assert (result.outcome, result.exit_code, result.requests) == ("finished", 0, 1)
+    assert transcript_kept(rows_of(result))
+    assert not is_running(ahead)  # it ran that turn and ended with it
+    assert len(waiting_pids(warm)) == 1  # and the next one waits already
+    warm.close()
+
+
+async def test_a_process_started_ahead_is_not_given_a_turn_of_another_environment(place):
+    warm = WarmTurns(1)
+    order = place.order("a", model="demo")
+    warm.prepare(order)
+    (ahead,) = waiting_pids(warm)
+    other = replace(order, environment=(*order.environment, ("TREADLE_LOG", "debug")))
+    assert warm.take(other) is None
+    assert not is_running(ahead)
+    warm.close()
+
+
+async def test_a_stop_signal_that_came_while_it_waited_makes_its_turn_pause(place):
+    long = long_turn_script(place.root)
+    warm = WarmTurns(1)
+    order = place.order("a", model=f"script:{long}")
+    warm.prepare(order)
+    (ahead,) = waiting_pids(warm)
+    await wait_for(lambda: catches(ahead, signal.SIGTERM))
+    os.kill(ahead, signal.SIGTERM)
+    signals = TurnSignals.new()
+    clock = SystemClock()
+    result = await run_turn(order, worker="local:1", clock=clock, signals=signals, warm=warm)
+    assert (result.outcome, result.exit_code) == ("paused", 130)
+    warm.close()
+
+
+def catches(pid: int, signum: int) -> bool:
+    """Whether ``pid`` has a handler for ``signum`` (it holds stop signals from then on)."""
+    status = Path(f"/proc/{pid}/status").read_text()
+    mask = next(line.split()[1] for line in status.splitlines() if line.startswith("SigCgt:"))
+    return bool(int(mask, 16) & (1 << (signum - 1)))
+
+
+def rows_of(result: TaskResult) -> dict[str, object]:
+    return {"transcript": result.transcript}
