@@ -18,6 +18,7 @@ from treadle.domain.values.events import (
     ContinuationRequested,
     PlanStep,
     PlanUpdated,
+    ReasoningDelta,
     RequestSent,
     ResponseReceived,
     RetryScheduled,
@@ -336,19 +337,24 @@ def test_a_narrower_window_is_followed(rig: Rig) -> None:
     rig.terminal.screen.flush()
     rows = rig.lines
     assert len(rows[1]) <= 39 and rows[1].endswith("· 0.0 s")
-    assert rows[2] == "0 requests · 0 in / 0 out tokens · 0.0…"
+    assert rows[2] == "running bash · 0.0 s · Esc to stop"
     assert len(rows) == 3  # the wider rows drawn before were cleared
 
 
-def test_the_status_line_gives_up_the_hint_then_the_activity_when_narrow() -> None:
+def test_the_status_line_gives_up_the_counts_then_the_time_and_keeps_the_state_and_esc() -> None:
     from treadle.adapters.blessed_terminal.display import status_line
 
-    counts = "2 requests · 10 in / 5 out tokens · 1.0 s"
+    counts = ["2 requests", "10 in / 5 out tokens"]
     activity = "waiting for the model"
-    assert status_line(activity, counts, 100) == f"{activity} · {counts} · Esc to stop"
-    assert status_line(activity, counts, 67) == f"{activity} · {counts}"
-    assert status_line(activity, counts, 60) == f"waiting for the… · {counts}"
-    assert status_line(activity, counts, 30) == counts[:29] + "…"
+    full = f"{activity} · 2 requests · 10 in / 5 out tokens · 1.0 s · Esc to stop"
+    assert status_line(activity, counts, "1.0 s", 100) == full
+    assert status_line(activity, counts, "1.0 s", 60) == (
+        f"{activity} · 2 requests · 1.0 s · Esc to stop"
+    )
+    assert status_line(activity, counts, "1.0 s", 47) == f"{activity} · 1.0 s · Esc to stop"
+    assert status_line(activity, counts, "1.0 s", 39) == f"{activity} · Esc to stop"
+    assert status_line(activity, counts, "1.0 s", 30) == "waiting for the… · Esc to stop"
+    assert status_line(activity, counts, "1.0 s", 12) == "waiting for…"
 
 
 # Keys ------------------------------------------------------------------------------
@@ -396,6 +402,35 @@ async def test_an_approval_is_answered_with_one_key(rig: Rig) -> None:
     assert await asyncio.wait_for(asking, 1) == "always"
     assert "? Allow bash: rm -rf build" in rig.lines
     assert "  → always" in rig.lines
+
+
+async def test_while_an_approval_waits_the_status_says_so_and_then_goes_back(rig: Rig) -> None:
+    rig.terminal.can_answer = True
+    rig.start()
+    rig.terminal.show(ResponseReceived(1, "", (BASH,), Usage(), "tool_use"))
+    asking = asyncio.create_task(rig.terminal.ask_approval(ApprovalRequest("bash", "ls", "")))
+    await asyncio.sleep(0)
+    assert any(line.startswith("waiting for your answer · ") for line in rig.lines)
+    rig.terminal.press("y")
+    assert await asyncio.wait_for(asking, 1) == "yes"
+    rig.terminal._draw(rig.time.now)
+    rig.terminal.screen.flush()
+    assert rig.lines[-1].startswith("running tools · ")
+
+
+async def test_ctrl_o_inside_a_question_waits_for_the_answer(rig: Rig) -> None:
+    rig.terminal.can_answer = True
+    rig.start()
+    rig.terminal.show(ReasoningDelta("I should check the tests."))
+    rig.terminal.show(AnswerDelta("Let me ask.\n"))
+    asking = asyncio.create_task(rig.terminal.ask_approval(ApprovalRequest("bash", "ls", "")))
+    await asyncio.sleep(0)
+    rig.terminal.press(Key.CTRL_O)
+    assert "  I should check the tests." not in rig.lines
+    rig.terminal.press("y")
+    assert await asyncio.wait_for(asking, 1) == "yes"
+    lines = rig.lines
+    assert lines.index("  → yes") < lines.index("  I should check the tests.")
 
 
 async def test_a_long_command_to_approve_shows_both_ends_and_all_of_it_on_a_key(
