@@ -9,7 +9,7 @@ moment. It does no I/O, so its output can be checked line by line.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -383,17 +383,36 @@ class TurnView:
             left = math.ceil(max(0.0, self.retry_at - now))  # never "in 0 s" while waiting
             activity = f"retrying in {left} s — {self.retry_error}"
         counts = (
-            f"{requests(self.requests)} · {self.usage.input_tokens:,} in / "
-            f"{self.usage.output_tokens:,} out tokens · {format_elapsed(now - self.started)}"
+            requests(self.requests),
+            f"{self.usage.input_tokens:,} in / {self.usage.output_tokens:,} out tokens",
         )
-        rows.append(s.dim(status_line(activity, counts, width - 1)))
+        elapsed = format_elapsed(now - self.started)
+        rows.append(s.dim(status_line(activity, counts, elapsed, width - 1)))
         return rows
 
 
-def status_line(activity: str, counts: str, width: int) -> str:
-    """The status line in ``width`` columns: the hint goes first, then the activity."""
-    for tail in (f"{counts} · Esc to stop", counts):
-        room = width - cell_width(tail) - 3
-        if room >= min(12, cell_width(activity)):
-            return f"{fit(activity, room)} · {tail}"
-    return fit(counts, width)
+def status_line(activity: str, counts: Sequence[str], elapsed: str, width: int) -> str:
+    """The status line in ``width`` columns. It gives up its parts in the order a person
+    needs them least: the counts (the last first), then the time; what is happening and
+    ``Esc to stop`` stay, the activity cut to fit if it must be.
+
+    >>> status_line("running bash", ["1 request", "9 in / 2 out tokens"], "3.0 s", 40)
+    'running bash · 3.0 s · Esc to stop'
+    """
+    hint = "Esc to stop"
+    kept = list(counts)
+    while True:
+        line = " · ".join([activity, *kept, elapsed, hint])
+        if cell_width(line) <= width:
+            return line
+        if not kept:
+            break
+        kept.pop()
+    line = f"{activity} · {hint}"
+    if cell_width(line) <= width:
+        return line
+    return (
+        fit(activity, width - cell_width(hint) - 3) + f" · {hint}"
+        if width > 20
+        else fit(activity, width)
+    )

@@ -82,11 +82,13 @@ class Prompts:
         self._asking: asyncio.Lock | None = None
         self._submitted = ""
         self._task_editor = LineEditor()
+        self._questions = 0  # questions waiting for the person now
+        self._expand_after_question = False
 
     async def ask_approval(self, request: ApprovalRequest) -> ApprovalAnswer | None:
         if not self.can_answer:
             return None
-        async with self._lock():
+        async with self._lock(), self._question():
             s = self.styles
             lines, folded_away = folded(request.summary)
             # The change a write would make is part of what is asked, whole: folded
@@ -135,7 +137,7 @@ class Prompts:
     async def ask_question(self, question: str) -> str | None:
         if not self.can_answer:
             return None
-        async with self._lock():
+        async with self._lock(), self._question():
             s = self.styles
             self.screen.write_lines([s.yellow("? ") + s.bold(one_line(question, 4_000))])
             self._forget_typed_keys()  # typed for something else: not an answer
@@ -171,8 +173,11 @@ class Prompts:
 
     def press(self, key: str) -> None:
         """A key the person pressed (called on the event loop by the keyboard)."""
-        if key == Key.CTRL_O:  # at any moment, whatever is being read
-            self.expand_reasoning()
+        if key == Key.CTRL_O:  # at any moment, but never inside a question
+            if self._questions:
+                self._expand_after_question = True
+            else:
+                self.expand_reasoning()
         elif self._reading:
             self._keys.put_nowait(key)
         elif key in (Key.ESC, Key.CTRL_C):
@@ -250,6 +255,24 @@ class Prompts:
             self._let_go()
             self._draw(self._now())
             self.screen.flush()
+
+    @contextlib.asynccontextmanager
+    async def _question(self) -> AsyncIterator[None]:
+        """While a question waits for the person, the status line says so, and the
+        expand key waits for the answer: it never prints between a question and it."""
+        self._questions += 1
+        before, self.view.activity = self.view.activity, "waiting for your answer"
+        self._draw(self._now())
+        try:
+            yield
+        finally:
+            self._questions -= 1
+            if not self._questions:
+                if self.view.activity == "waiting for your answer":
+                    self.view.activity = before
+                if self._expand_after_question:
+                    self._expand_after_question = False
+                    self.expand_reasoning()
 
     def _lock(self) -> asyncio.Lock:
         # Sub-agents may ask while the main agent asks: one prompt at a time.

@@ -13,6 +13,8 @@ tmux know; no full-screen mode, no scroll region, no query to the terminal.
 
 from __future__ import annotations
 
+import re
+from collections import deque
 from collections.abc import Callable, Sequence
 from typing import TextIO
 
@@ -30,6 +32,15 @@ HIDE_CURSOR = "\x1b[?25l"
 SHOW_CURSOR = "\x1b[?25h"
 
 TAB_STOP = 8
+# Home, erase the first row, then the rest from the second: an erase of the whole
+# window (ED 2, or ED 0 from home) is pushed into the scrollback by tmux
+# (scroll-on-clear), which would then hold each resize's rows twice.
+CLEAR_WINDOW = "\x1b[H\x1b[2K\x1b[2;1H\x1b[J\x1b[H"
+TAIL_LINES = 300
+"""Lines of log kept to paint the window again after a resize (more than any window)."""
+LIVE_ROOM = 8
+"""Rows a repaint leaves for the live block under the log."""
+_SGR = re.compile(r"\x1b\[[0-9;:?]*[ -/]*[@-~]|\x1b[()][A-Za-z0-9]|\x1b[78=>DEHM]")
 
 
 def cell_width(text: str) -> int:
@@ -102,6 +113,10 @@ class Screen:
         # thousands of small pieces, uses the width last asked for (every redraw asks).
         self._known_width = 0
         self._bare_prompt = 0  # columns of a prompt drawn without cursor controls
+        # The log's last lines as written (unwrapped), to paint the window again when
+        # its width changes: a terminal that reflows its rows moves them under a live
+        # block drawn for the old width, and only a clean window is sure to be true.
+        self._tail: deque[str] = deque([""], maxlen=TAIL_LINES)
 
     @property
     def width(self) -> int:
@@ -139,6 +154,7 @@ class Screen:
             self._pending.append(text)
         else:
             self._out.write(text)  # nothing waits before it: skip the gathering
+        self._remember(text)
         # A row filled exactly to its end counts as ``width``: the terminal waits for
         # the next character before it wraps.
         self.column = column if column <= width else (column - 1) % width + 1
@@ -151,7 +167,10 @@ class Screen:
         self.hide_live()
         if self.column:
             self._pending.append("\n")
-        self._pending.append("\n".join(lines) + "\n")
+            self._tail.append("")
+        text = "\n".join(lines) + "\n"
+        self._pending.append(text)
+        self._remember(text)
         self.column = 0
 
     def end_row(self) -> None:
@@ -159,6 +178,7 @@ class Screen:
         if self.column:
             self.hide_live()
             self._pending.append("\n")
+            self._tail.append("")
             self.column = 0
 
     # The live block --------------------------------------------------------------
@@ -234,17 +254,43 @@ class Screen:
         self._bare_prompt = max(size, self._bare_prompt)
 
     def _resized(self, width: int) -> None:
-        """The window changed width: the old block may have been rewrapped; clear it."""
-        if self._last_width and (self.live_rows or self.cursor_in_live):
-            if self.cursor_in_live:
-                self._pending.append(RESTORE_CURSOR)
-                self.cursor_in_live = False
-            self._pending.append(CLEAR_TO_END_OF_SCREEN)
+        """The window changed width. A terminal that reflows (tmux, VTE, kitty) has
+        rewrapped every row, the live block's too, and moved them; one that does not
+        has cut them. Either way the rows under the cursor are no longer the block we
+        drew, so the window is cleared and its last rows of log painted again at the new
+        width, and the block is drawn fresh under them."""
+        if self._last_width:
+            self.cursor_in_live = False
             self.live_rows = 0
             self.shown = ()
-        if self.column > width:
+            self._pending.append(CLEAR_WINDOW + self._repaint(width))
+        elif self.column > width:
             self.column = (self.column - 1) % width + 1
         self._last_width = width
+
+    def _remember(self, text: str) -> None:
+        rows = text.split("\n")
+        tail = self._tail
+        tail[-1] += rows[0]
+        tail.extend(rows[1:])
+
+    def _repaint(self, width: int) -> str:
+        """The end of the log that fits in the window above a block of a few rows."""
+        room = max(1, self._height() - LIVE_ROOM)
+        kept: list[str] = []
+        used = 0
+        last = self._tail[-1]
+        for line in reversed(list(self._tail)[:-1]):
+            rows = max(1, -(-cell_width(_SGR.sub("", line)) // width))
+            if used + rows > room:
+                break
+            kept.append(line)
+            used += rows
+        text = "".join(line + "\n" for line in reversed(kept)) + last
+        self.column = cell_width(_SGR.sub("", last)) if last else 0
+        if self.column > width:
+            self.column = (self.column - 1) % width + 1
+        return text
 
     # Output ------------------------------------------------------------------------
 

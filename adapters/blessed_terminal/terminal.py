@@ -27,25 +27,27 @@ from typing import Any
 from treadle.adapters.blessed_terminal.display import Styles, TurnView, diff_lines
 from treadle.adapters.blessed_terminal.keyboard import Keyboard
 from treadle.adapters.blessed_terminal.line_editor import Key
+from treadle.adapters.blessed_terminal.markdown import (
+    AnswerRenderer,
+    MarkdownStyles,
+    pending_rows,
+)
 from treadle.adapters.blessed_terminal.prompts import Prompts
 from treadle.adapters.blessed_terminal.screen import (
     HIDE_CURSOR,
     SHOW_CURSOR,
     Screen,
 )
-from treadle.adapters.plain_terminal import ANSWER_NOTES
 from treadle.domain.rules.interrupts import CtrlC
 from treadle.domain.values.events import (
     AnswerDelta,
     CompactionStarted,
     ContextCompacted,
-    ContinuationRequested,
     ReasoningDelta,
     ResponseReceived,
     TurnEnded,
     TurnEvent,
     TurnStarted,
-    WindowFilled,
 )
 from treadle.domain.values.model import CUT_STOPS
 from treadle.domain.values.text import CONTROL_CHARACTERS, printable
@@ -120,6 +122,7 @@ class BlessedTerminal(Prompts):
             live=can_move_cursor() if live is None else live,
         )
         self.view = TurnView(self.styles)
+        self.answer = AnswerRenderer(MarkdownStyles.of(self.term), lambda: self.screen.width)
         self.can_answer = input_fd is not None
         self.keyboard = (
             Keyboard(self.term, input_fd, self.press, self.leave_now)
@@ -131,6 +134,7 @@ class BlessedTerminal(Prompts):
         self.ctrl_c = CtrlC()
         self._interrupt: Callable[[], None] | None = None
         self._held_notes: list[str] = []
+        self._drew_pending = False  # the live block shows an unfinished line of the answer
         self._continuing = False  # an answer was cut and is being continued
         self._compacting = False  # the responses now are a compaction's summary
         self._in_turn = False
@@ -147,14 +151,19 @@ class BlessedTerminal(Prompts):
     def show(self, event: TurnEvent) -> None:
         if type(event) is AnswerDelta:  # the hot path: thousands of small pieces
             if event.text and not event.agent:
-                if self.view.thinking:
+                ended_reasoning = bool(self.view.thinking)
+                if ended_reasoning:
                     self._end_reasoning()
                 self.view.activity = "writing the answer"
-                screen = self.screen
-                screen.write_text(_remove_controls("", event.text))
-                if not screen.live_rows and self._now() - self._last_draw >= REDRAW_AFTER_TEXT:
-                    self._draw(self._now())
-                screen.flush()
+                rows = self.answer.feed(event.text)
+                if rows:
+                    self.screen.write_lines(rows)
+                now = self._now()
+                # A new line shows at once; a line growing, at most every 50 ms.
+                fresh = rows or ended_reasoning or not self._drew_pending
+                if fresh or now - self._last_draw >= REDRAW_AFTER_TEXT:
+                    self._draw(now)
+                    self.screen.flush()
             return
         now = self._now()
         if type(event) is ReasoningDelta:
@@ -179,21 +188,13 @@ class BlessedTerminal(Prompts):
         lines = self.view.lines_for(event, now)
         if not event.agent and isinstance(event, CompactionStarted | ContextCompacted):
             self._compacting = isinstance(event, CompactionStarted)
-        if not event.agent and (
-            isinstance(event, ContinuationRequested | WindowFilled)
-            or (self._continuing and isinstance(event, ANSWER_NOTES))
-        ):
-            # The answer goes on in the same row: the note waits for the answer's end.
-            self._held_notes.extend(lines)
-            lines = []
         if isinstance(event, ResponseReceived) and not event.agent and not self._compacting:
             self._continuing = event.stop_reason in CUT_STOPS
-            if self._continuing:
+            if self._continuing:  # the answer goes on: its unfinished line stays live
                 self._draw(now)
                 self.screen.flush()
                 return
-            self.screen.end_row()
-            lines = self._held_notes + lines
+            lines = self.answer.finish() + self._held_notes + lines
             self._held_notes = []
         self.screen.write_lines(lines)
         self._draw(now)
@@ -208,11 +209,7 @@ class BlessedTerminal(Prompts):
     def _end_reasoning(self) -> None:
         """The reasoning ended: its line goes in the log, or waits for the end of the
         answer's row when it came in the middle of one (a continued answer)."""
-        lines = self.view.thought_lines(verbose=self.verbose)
-        if self.screen.column:
-            self._held_notes.extend(lines)
-        else:
-            self.screen.write_lines(lines)
+        self.screen.write_lines(self.view.thought_lines(verbose=self.verbose))
 
     def expand_reasoning(self) -> None:
         """The expand key: the reasoning shown as one line so far, in full."""
@@ -317,7 +314,10 @@ class BlessedTerminal(Prompts):
         self._continuing = self._compacting = False
         self._interrupt = None
         self.screen.end_row()
-        self.screen.write_lines(self._held_notes + self.view.ending_lines(event, self.resume_hint))
+        answer = self.answer.finish()  # what an interrupt left of the answer stays
+        self.screen.write_lines(
+            answer + self._held_notes + self.view.ending_lines(event, self.resume_hint)
+        )
         self._held_notes = []
         self.screen.hide_live()
         if self._cursor_hidden:
@@ -362,7 +362,12 @@ class BlessedTerminal(Prompts):
             self.screen.flush()
 
     def _draw(self, now: float) -> None:
-        rows = self.view.live_rows(now, self.screen.width) if self._in_turn else []
+        width = self.screen.width
+        rows = self.view.live_rows(now, width) if self._in_turn else []
+        pending = self.answer.pending() if self._in_turn else ""
+        if pending:
+            rows[:0] = pending_rows(pending, width)
+        self._drew_pending = bool(pending)
         cursor = None
         if self._prompt is not None:
             row, cursor = self._prompt

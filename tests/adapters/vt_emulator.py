@@ -74,10 +74,16 @@ class VirtualScreen:
             return
         if final == "K":
             self.rows[self.y][self.x :] = [" "] * (self.width - self.x)
+        elif final == "J" and params == "2":
+            self.rows = [[" "] * self.width for _ in range(self.height)]
         elif final == "J":
             self.rows[self.y][self.x :] = [" "] * (self.width - self.x)
             for row in range(self.y + 1, self.height):
                 self.rows[row] = [" "] * self.width
+        elif final == "H":
+            top, _, left = params.partition(";")
+            self.y = min(self.height - 1, max(1, int(top or 1)) - 1)
+            self.x = min(self.width - 1, max(1, int(left or 1)) - 1)
         elif final == "C":
             self.x = min(self.width - 1, self.x + max(1, number))
         elif final == "G":
