@@ -285,4 +285,6 @@ def test_kill_9_of_a_local_batch_leaves_neither_its_turns_nor_those_started_ahea
     finally:
         batch.kill()
     assert nothing_left(tmp_path / "state")
-    assert not any(is_running(pid) for pid in [*waiting, *setsid_pids(tmp_path)])
+    left = [*waiting, *setsid_pids(tmp_path)]
+    # The watchdog looks four times a second: give it a few looks, not a fixed sleep.
+    assert until(lambda: not any(is_running(pid) for pid in left), 5), left
