@@ -85,6 +85,12 @@ FILE_RIGHTS = (
 )
 """The only rights a rule on a file (not a folder) may carry."""
 DEVICE_RIGHTS = Access.READ_FILE | Access.WRITE_FILE | Access.TRUNCATE | Access.IOCTL_DEV
+NEVER_GRANTED = Access.MAKE_CHAR | Access.MAKE_BLOCK | Access.IOCTL_DEV
+"""Handled, so refused, and granted on no folder, writable ones included: a device node
+made in the workspace or ``/tmp`` opens whatever device its numbers name (as root, a
+block node for the disk writes any file of any user), and ``ioctl`` on a device found
+beneath a writable folder is no part of changing files. The devices a command may use
+are the :data:`DEVICES` files, each with its own rule."""
 
 DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty")
 """Devices every confined command may write: writing to them leaves nothing behind.
@@ -205,8 +211,9 @@ def prepare(
     readable: Sequence[str] = ("/",),
     scoped: bool = True,
 ) -> Ruleset:
-    """A ruleset letting a command read ``readable``, change ``writable`` and write
-    ``devices``, and nothing else. Raises :class:`LandlockError`.
+    """A ruleset letting a command read ``readable``, change ``writable`` (make in it
+    anything but device nodes) and write ``devices``, and nothing else. Raises
+    :class:`LandlockError`.
 
     Prepared for each command: rules bind inodes, so a folder deleted and made again
     since the last command would otherwise be missed (it takes a tenth of a millisecond).
@@ -223,7 +230,7 @@ def prepare(
         code = ctypes.get_errno()
         raise LandlockError(code, f"landlock_create_ruleset: {os.strerror(code)}")
     wanted = [(path, READ) for path in readable]
-    wanted += [(path, handled) for path in writable]
+    wanted += [(path, handled & ~NEVER_GRANTED) for path in writable]
     wanted += [(path, DEVICE_RIGHTS) for path in devices]
     skipped: list[str] = []
     try:

@@ -191,3 +191,52 @@ async def test_the_default_without_landlock_runs_unconfined_with_a_warning(place
         ProcessSpec(f"echo x > {outside}/written.txt", cwd=str(workspace), timeout=30)
     )
     assert outcome.unwrap().exit_code == 0 and (outside / "written.txt").exists()
+
+
+ROOT = os.geteuid() == 0
+TEMPORARY_FOLDERS = {"workspace": ".", "/tmp": "/tmp", "its temporary folder": '"${TMPDIR:-/tmp}"'}
+
+
+@pytest.fixture
+def loop_device() -> Iterator[tuple[int, int, Path]]:
+    """A real block device (a loop device over a file under /var/tmp): its major and
+    minor numbers and the file a write through it would change."""
+    if not ROOT:
+        pytest.skip("making device nodes needs root")
+    backing = Path(tempfile.mkstemp(prefix="treadle-loop-", dir="/var/tmp")[1])
+    backing.write_bytes(b"\0" * 65536)
+    attached = subprocess.run(
+        ["losetup", "--find", "--show", str(backing)], capture_output=True, text=True, check=False
+    ) if shutil.which("losetup") else None  # fmt: skip
+    if attached is None or attached.returncode != 0:
+        # No loop device here: loop0's numbers still name a block device the kernel
+        # knows, and mknod is what is refused.
+        yield 7, 0, backing
+    else:
+        device = attached.stdout.strip()
+        numbers = os.stat(device).st_rdev
+        yield os.major(numbers), os.minor(numbers), backing
+        subprocess.run(["losetup", "--detach", device], check=False)
+    backing.unlink()
+
+
+@pytest.mark.parametrize("mode", ["workspace-write", "read-only"])
+@pytest.mark.parametrize("place", list(TEMPORARY_FOLDERS), ids=list(TEMPORARY_FOLDERS))
+async def test_a_command_run_as_root_cannot_make_a_device_node_in_any_folder_it_may_write(
+    places, loop_device, mode: SandboxMode, place: str
+) -> None:
+    workspace, _ = places
+    major, minor, backing = loop_device
+    folder = TEMPORARY_FOLDERS[place]
+    name = f"treadle-node-{os.urandom(4).hex()}"
+    result = await run(
+        f"cd {folder} && pwd && mknod {name}-char c 1 3; mknod {name}-block b {major} {minor}; "
+        f"printf escaped > {name}-block; ls -l {name}-* 2>&1; rm -f {name}-*",
+        workspace,
+        mode,
+    )
+    where = result.output.splitlines()[0]
+    assert result.output.count("mknod: ") == 2, result.output  # both refused
+    assert "Operation not permitted" in result.output or DENIED in result.output
+    assert not any(Path(where).glob(f"{name}-*")), result.output  # noqa: ASYNC240
+    assert b"escaped" not in backing.read_bytes()  # the disk is untouched
