@@ -18,8 +18,9 @@ from treadle.adapters.process import SubprocessRunner
 from treadle.adapters.process.cgroup import CgroupHome, cgroup_home
 from treadle.adapters.process.environment import child_environment, looks_secret
 from treadle.adapters.process.watchdog_script import doomed
-from treadle.adapters.sandbox.confinement import Launch, helper_launch
+from treadle.adapters.sandbox.confinement import Launch
 from treadle.adapters.sandbox.landlock import Ruleset
+from treadle.adapters.sandbox.spawner import Start, native_spawner
 from treadle.domain.values.process import ProcessResult, ProcessSpec
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs Linux /proc")
@@ -424,23 +425,41 @@ async def test_where_the_kernel_refuses_a_cgroup_the_runner_falls_back_cleanly(
 
 
 class RefusedRuleset:
-    """A sandbox whose exec helper is handed a descriptor that is no ruleset: the kernel
+    """A sandbox that hands the start a descriptor that is no ruleset: the kernel
     refuses to confine it (landlock_restrict_self fails), as where it cannot."""
 
     def launch(self) -> Result[Launch, str]:
         not_a_ruleset = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
-        return Success(helper_launch(Ruleset(not_a_ruleset, abi=1), {}))
+        return Success(Launch(ruleset=Ruleset(not_a_ruleset, abi=1), owns=True))
 
 
 def open_descriptors() -> int:
     return len(os.listdir("/proc/self/fd"))
 
 
-@pytest.mark.parametrize("cgroups", [True, False], ids=["behind the gate", "no gate"])
+STARTS = {
+    "spawner in a cgroup": (True, True),
+    "spawner": (True, False),
+    "python helper behind the gate": (False, True),
+    "python helper": (False, False),
+}
+needs_spawner = pytest.mark.skipif(
+    native_spawner() is None, reason="the native spawner is not built (make)"
+)
+
+
+def starts() -> list[object]:
+    return [
+        pytest.param(*how, id=name, marks=[needs_spawner] if how[0] else [])
+        for name, how in STARTS.items()
+    ]
+
+
+@pytest.mark.parametrize(("spawner", "cgroups"), starts())
 async def test_a_command_whose_sandbox_helper_cannot_confine_itself_never_runs_and_is_blocked(
-    tmp_path: Path, cgroups: bool
+    tmp_path: Path, spawner: bool, cgroups: bool
 ) -> None:
-    runner = SubprocessRunner(cgroups=cgroups, sandbox=RefusedRuleset())  # type: ignore[arg-type]
+    runner = SubprocessRunner(cgroups=cgroups, sandbox=RefusedRuleset(), spawner=spawner)  # type: ignore[arg-type]
     before = open_descriptors()
     for _ in range(3):  # whenever the helper ends, before or after the gate is reached
         outcome = await runner.run(spec("touch ran", tmp_path))
@@ -452,21 +471,20 @@ async def test_a_command_whose_sandbox_helper_cannot_confine_itself_never_runs_a
     assert open_descriptors() == before  # the status pipe, the gate, the ruleset: all closed
 
 
-class StuckHelper:
-    """A sandbox whose helper never gets as far as confining itself (it sleeps, holding
-    the status pipe open)."""
-
-    def launch(self) -> Result[Launch, str]:
-        reading, writing = os.pipe()
-        prefix = ("/bin/sh", "-c", "sleep 30", "sh")
-        return Success(Launch(prefix, (writing,), {}, None, "", (reading, writing)))
+def stuck_start(ruleset: object, cgroup: int, *, native: bool = True) -> Start:
+    """A start that never gets as far as confining itself (it sleeps, holding the
+    status pipe open)."""
+    reading, writing = os.pipe()
+    prefix = ("/bin/sh", "-c", "sleep 30", "sh")
+    return Start(prefix, (writing,), (reading, writing), gated=cgroup >= 0)
 
 
-@pytest.mark.parametrize("cgroups", [True, False], ids=["behind the gate", "no gate"])
+@pytest.mark.parametrize("cgroups", [True, False], ids=["in a cgroup", "no cgroup"])
 async def test_a_sandbox_helper_that_never_gets_to_the_command_is_stopped_at_the_deadline(
-    tmp_path: Path, cgroups: bool
+    tmp_path: Path, cgroups: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    runner = SubprocessRunner(grace=0.2, cgroups=cgroups, sandbox=StuckHelper())  # type: ignore[arg-type]
+    monkeypatch.setattr("treadle.adapters.process.runner.plan_start", stuck_start)
+    runner = SubprocessRunner(grace=0.2, cgroups=cgroups, sandbox=RefusedRuleset())  # type: ignore[arg-type]
     result = ran(await runner.run(spec("touch ran", tmp_path, timeout=0.3)))
     assert result.timed_out and result.duration < 5
     assert not exists(tmp_path / "ran")

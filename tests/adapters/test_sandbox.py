@@ -18,8 +18,8 @@ import pytest
 
 from treadle.adapters.process import SubprocessRunner
 from treadle.adapters.sandbox import Sandbox, probe
-from treadle.adapters.sandbox.confinement import HELPER
 from treadle.adapters.sandbox.landlock import prepare
+from treadle.adapters.sandbox.spawner import HELPER
 from treadle.domain.rules.sandbox import SandboxMode, SandboxSupport
 from treadle.domain.values.process import ProcessResult, ProcessSpec
 
