@@ -448,10 +448,11 @@ needs_spawner = pytest.mark.skipif(
 )
 
 
-def starts() -> list[object]:
+def starts(*, cgroup_only: bool = False) -> list[object]:
     return [
         pytest.param(*how, id=name, marks=[needs_spawner] if how[0] else [])
         for name, how in STARTS.items()
+        if how[1] or not cgroup_only
     ]
 
 
@@ -488,3 +489,52 @@ async def test_a_sandbox_helper_that_never_gets_to_the_command_is_stopped_at_the
     result = ran(await runner.run(spec("touch ran", tmp_path, timeout=0.3)))
     assert result.timed_out and result.duration < 5
     assert not exists(tmp_path / "ran")
+
+
+@pytest.mark.parametrize(("spawner", "cgroups"), starts())
+async def test_a_command_is_treadles_child_leading_its_own_session_however_it_starts(
+    tmp_path: Path, spawner: bool, cgroups: bool
+) -> None:
+    runner = SubprocessRunner(grace=0.2, cgroups=cgroups, spawner=spawner)
+    shown = ran(await runner.run(spec("echo $$ $PPID; ps -o sid=,pgid= -p $$", tmp_path)))
+    pid, parent, session, group = map(int, shown.output.split())
+    assert parent == os.getpid()  # the spawner's CLONE_PARENT: no helper in between
+    assert session == group == pid  # what the process tree counts on
+    assert ran(await runner.run(spec("exit 3", tmp_path))).exit_code == 3
+    killed = ran(await runner.run(spec("kill -9 $$", tmp_path)))
+    assert killed.signal == signal.SIGKILL and killed.exit_code is None
+    assert [pid for pid in running_children() if our_zombie(pid)] == []  # all collected
+
+
+def running_children() -> list[int]:
+    listing = Path(f"/proc/self/task/{os.getpid()}/children").read_text()
+    return [int(pid) for pid in listing.split()]
+
+
+@pytest.mark.parametrize(("spawner", "cgroups"), starts(cgroup_only=True))
+async def test_a_command_starts_in_its_cgroup_and_so_does_all_it_starts(
+    tmp_path: Path, spawner: bool, cgroups: bool
+) -> None:
+    home = cgroup_home()
+    if home is None or not home.usable:
+        pytest.skip("no cgroup v2 this process may write to")
+    runner = SubprocessRunner(grace=0.2, cgroups=cgroups, spawner=spawner)
+    shown = ran(
+        await runner.run(
+            spec("tail -n 1 /proc/self/cgroup; setsid tail -n 1 /proc/self/cgroup", tmp_path)
+        )
+    ).output.split()
+    assert len(shown) == 2 and shown[0] == shown[1]
+    assert f"/{os.path.basename(home.path)}/run-" in shown[0]
+
+
+@needs_spawner
+def test_a_spawner_built_from_another_version_of_its_source_refuses_to_run() -> None:
+    spawner = native_spawner()
+    assert spawner is not None
+    done = subprocess.run(
+        [spawner, "2", "-1", "-1", "-1", "--", "/bin/echo", "ran"],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.startswith("usage: treadle-spawn 1 ")

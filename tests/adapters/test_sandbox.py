@@ -19,7 +19,7 @@ import pytest
 from treadle.adapters.process import SubprocessRunner
 from treadle.adapters.sandbox import Sandbox, probe
 from treadle.adapters.sandbox.landlock import prepare
-from treadle.adapters.sandbox.spawner import HELPER
+from treadle.adapters.sandbox.spawner import HELPER, PROTOCOL, native_spawner
 from treadle.domain.rules.sandbox import SandboxMode, SandboxSupport
 from treadle.domain.values.process import ProcessResult, ProcessSpec
 
@@ -41,10 +41,14 @@ def places() -> Iterator[tuple[Path, Path]]:
 
 
 async def run(
-    command: str, workspace: Path, mode: SandboxMode = "workspace-write", **options: object
+    command: str,
+    workspace: Path,
+    mode: SandboxMode = "workspace-write",
+    spawner: bool = True,
+    **options: object,
 ) -> ProcessResult:
     sandbox = Sandbox(mode, str(workspace), **options)  # type: ignore[arg-type]
-    runner = SubprocessRunner(sandbox=sandbox)
+    runner = SubprocessRunner(sandbox=sandbox, spawner=spawner)
     return (await runner.run(ProcessSpec(command, cwd=str(workspace), timeout=30))).unwrap()
 
 
@@ -75,12 +79,24 @@ async def test_read_only_refuses_writes_to_the_workspace_and_outside(places) -> 
     assert os.listdir(workspace) == [] and sorted(os.listdir(outside)) == ["kept.txt"]
 
 
-async def test_a_descendant_that_leaves_the_session_is_still_confined(places) -> None:
+STARTS = [
+    pytest.param(True, id="native spawner", marks=pytest.mark.skipif(
+        native_spawner() is None, reason="the native spawner is not built (make)"
+    )),
+    pytest.param(False, id="python helper"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("spawner", STARTS)
+async def test_a_descendant_that_leaves_the_session_is_still_confined(
+    places, spawner: bool
+) -> None:
     workspace, outside = places
     escape = f"echo escaped > {outside}/escaped.txt"
     result = await run(
         f"setsid bash -c '{escape}' 2>&1; (bash -c '( {escape} ) &' &) 2>&1; sleep 0.2; wait",
         workspace,
+        spawner=spawner,
     )
     assert result.output.count(DENIED) == 2, result.output
     assert not (outside / "escaped.txt").exists()
@@ -240,3 +256,49 @@ async def test_a_command_run_as_root_cannot_make_a_device_node_in_any_folder_it_
     assert "Operation not permitted" in result.output or DENIED in result.output
     assert not any(Path(where).glob(f"{name}-*")), result.output  # noqa: ASYNC240
     assert b"escaped" not in backing.read_bytes()  # the disk is untouched
+
+
+def test_a_session_builds_its_ruleset_once_and_again_for_a_folder_made_anew(places) -> None:
+    workspace, outside = places
+    extra = outside / "extra"
+    extra.mkdir()
+    sandbox = Sandbox("workspace-write", str(workspace), writable=[str(extra)])
+    first, second = (sandbox.launch().unwrap().ruleset for _ in range(2))
+    assert first is not None and first is second and first.fd >= 0
+    extra.rmdir()
+    extra.mkdir()  # another inode: the rule for the old one would not let it be written
+    third = sandbox.launch().unwrap().ruleset
+    assert third is not None and third is not first and first.fd == -1
+    assert sandbox.launch().unwrap().ruleset is third
+
+
+async def test_a_folder_made_anew_between_two_commands_can_still_be_written(places) -> None:
+    workspace, outside = places
+    extra = outside / "extra"
+    extra.mkdir()
+    sandbox = Sandbox("workspace-write", str(workspace), writable=[str(extra)])
+    runner = SubprocessRunner(sandbox=sandbox)
+    write = ProcessSpec(f"echo ok > {extra}/f", cwd=str(workspace), timeout=30)
+    assert (await runner.run(write)).unwrap().exit_code == 0
+    shutil.rmtree(extra)
+    extra.mkdir()
+    done = (await runner.run(write)).unwrap()
+    assert done.exit_code == 0, done.output
+
+
+@pytest.mark.skipif(native_spawner() is None, reason="the native spawner is not built (make)")
+def test_the_native_spawner_given_a_descriptor_that_is_no_ruleset_refuses_to_run() -> None:
+    spawner = native_spawner()
+    assert spawner is not None
+    reading, writing = os.pipe()
+    done = subprocess.run(
+        [spawner, PROTOCOL, str(writing), "0", "-1", "--", "/bin/echo", "ran"],
+        stdin=subprocess.DEVNULL, pass_fds=(writing,), capture_output=True, text=True,
+        check=False,
+    )  # fmt: skip
+    os.close(writing)
+    with os.fdopen(reading, "rb") as status:
+        said = status.read().decode()
+    assert done.returncode == 126 and "ran" not in done.stdout
+    assert done.stderr.startswith("treadle sandbox: landlock_restrict_self:")
+    assert said == done.stderr
