@@ -130,6 +130,10 @@ class _RecordingRunner:
         return await self.inner.run(spec)
 
 
+async def never_stopped() -> None:
+    await asyncio.Event().wait()
+
+
 async def _no_answer(question: str) -> str | None:
     return None
 
@@ -191,7 +195,3 @@ def run() -> list[str]:
 
 if __name__ == "__main__":
     print("\n".join(run()))
-
-
-async def never_stopped() -> None:
-    await asyncio.Event().wait()

@@ -2,10 +2,10 @@
 
 The kernel's ABI is used directly (three system calls, an append-only interface)
 rather than a binding from PyPI: the ruleset is built here, in treadle, where a bad
-path or a refused right is an error treadle can report; it is enforced in a separate
-tiny program (:mod:`.confine_exec`) that imports nothing but ``ctypes`` and then
-becomes the command. No binding splits the work that way, and the helper could not
-import one without Python's ``site`` (20 ms more for every command).
+path or a refused right is an error treadle can report; it is enforced by the native
+spawner (:mod:`.spawner`, ``spawn.c``) or, without it, by a tiny Python program
+(:mod:`.confine_exec`) that imports nothing but ``ctypes``, each of which then becomes
+(or starts) the command. No binding splits the work that way.
 
 Example::
 
@@ -215,8 +215,8 @@ def prepare(
     anything but device nodes) and write ``devices``, and nothing else. Raises
     :class:`LandlockError`.
 
-    Prepared for each command: rules bind inodes, so a folder deleted and made again
-    since the last command would otherwise be missed (it takes a tenth of a millisecond).
+    Rules bind inodes: a ruleset kept for a session must be built again when a folder
+    it names is deleted and made again (it takes a tenth of a millisecond).
     """
     if not support.available:
         raise LandlockError(errno.EOPNOTSUPP, support.reason)
