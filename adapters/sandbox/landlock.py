@@ -22,6 +22,7 @@ make sense on a file, or the kernel answers EINVAL.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import enum
 import errno
@@ -201,6 +202,10 @@ class Ruleset:
         if self.fd >= 0:
             os.close(self.fd)
             self.fd = -1
+
+    def __del__(self) -> None:  # a session's ruleset goes with its sandbox
+        with contextlib.suppress(OSError):
+            self.close()
 
 
 def prepare(

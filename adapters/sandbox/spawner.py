@@ -27,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import os
+import subprocess
 import sys
 from dataclasses import dataclass
 
@@ -45,14 +46,23 @@ STATUS_LIMIT = 4096
 
 @functools.cache
 def native_spawner() -> str | None:
-    """The built spawner, or None: not built, not executable, or older than its source."""
+    """The built spawner, or None: not built, older than its source, or not one that
+    runs here and speaks this protocol (a folder mounted noexec, another machine's
+    build). Asked once a process: one exec of it, told no command, must say its usage."""
     try:
         built, source = os.stat(SPAWNER), os.stat(SOURCE)
     except OSError:
         return None
     if built.st_mtime < source.st_mtime or not os.access(SPAWNER, os.X_OK):
         return None
-    return SPAWNER
+    try:
+        answer = subprocess.run(
+            [SPAWNER], stdin=subprocess.DEVNULL, capture_output=True, check=False, timeout=10
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    usage = f"usage: treadle-spawn {PROTOCOL} ".encode()
+    return SPAWNER if answer.returncode == 2 and answer.stderr.startswith(usage) else None
 
 
 def confined_by() -> str:

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from treadle.adapters.process import SubprocessRunner
-from treadle.adapters.sandbox import Sandbox, probe
+from treadle.adapters.sandbox import Sandbox, probe, spawner
 from treadle.adapters.sandbox.landlock import prepare
 from treadle.adapters.sandbox.spawner import HELPER, PROTOCOL, native_spawner
 from treadle.domain.rules.sandbox import SandboxMode, SandboxSupport
@@ -302,3 +302,25 @@ def test_the_native_spawner_given_a_descriptor_that_is_no_ruleset_refuses_to_run
     assert done.returncode == 126 and "ran" not in done.stdout
     assert done.stderr.startswith("treadle sandbox: landlock_restrict_self:")
     assert said == done.stderr
+
+
+async def test_a_spawner_that_does_not_run_here_leaves_commands_to_the_python_helper(
+    places, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    workspace, outside = places
+    foreign = tmp_path / "treadle-spawn"  # built for another machine, or another protocol
+    foreign.write_text('#!/bin/sh\nexec "$@"\n')
+    foreign.chmod(0o755)
+    source = tmp_path / "spawn.c"
+    source.write_text("")
+    os.utime(source, (0, 0))
+    monkeypatch.setattr(spawner, "SPAWNER", str(foreign))
+    monkeypatch.setattr(spawner, "SOURCE", str(source))
+    native_spawner.cache_clear()
+    try:
+        assert native_spawner() is None
+        result = await run(f"echo in > in.txt; echo out > {outside}/out.txt", workspace)
+    finally:
+        native_spawner.cache_clear()
+    assert DENIED in result.output
+    assert (workspace / "in.txt").exists() and not (outside / "out.txt").exists()
