@@ -24,8 +24,10 @@ $(STAMP): pyproject.toml
 
 spawner: $(SPAWNER)
 
+# Static where the C library allows it (no dynamic loader at each exec), else dynamic.
 $(SPAWNER): adapters/sandbox/spawn.c
-	$(CC) -O2 -Wall -Wextra -o $@.tmp $< && mv $@.tmp $@ \
+	{ $(CC) -O2 -Wall -Wextra -static -o $@.tmp $< 2>/dev/null \
+	  || $(CC) -O2 -Wall -Wextra -o $@.tmp $<; } && mv $@.tmp $@ \
 	  || { rm -f $@.tmp; echo "note: $@ not built; commands start through the Python helper"; }
 
 $(VIEW)/.made: Makefile
