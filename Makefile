@@ -8,14 +8,27 @@ STAMP := $(VENV)/.installed
 # Static tools cannot follow setuptools' editable import hook: mypy and import-linter
 # read the package through this view, the four folders linked where the wheel puts them.
 VIEW := build/view/treadle
+# The native spawner (adapters/sandbox/spawn.c): built at install where a C compiler is;
+# without one treadle starts commands through its Python helper, slower, as safe.
+CC ?= cc
+SPAWNER := adapters/sandbox/treadle-spawn
 
-.PHONY: run test lint types contract unit bench clean
+.PHONY: run test lint types contract unit bench clean spawner
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip 'setuptools>=77' wheel
 	$(PY) -m pip install --quiet --prefer-binary -e '.[dev]'
+	$(MAKE) --no-print-directory spawner
 	touch $(STAMP)
+
+spawner: $(SPAWNER)
+
+# Static where the C library allows it (no dynamic loader at each exec), else dynamic.
+$(SPAWNER): adapters/sandbox/spawn.c
+	{ $(CC) -O2 -Wall -Wextra -static -o $@.tmp $< 2>/dev/null \
+	  || $(CC) -O2 -Wall -Wextra -o $@.tmp $<; } && mv $@.tmp $@ \
+	  || { rm -f $@.tmp; echo "note: $@ not built; commands start through the Python helper"; }
 
 $(VIEW)/.made: Makefile
 	rm -rf $(VIEW) && mkdir -p $(VIEW)
@@ -23,7 +36,7 @@ $(VIEW)/.made: Makefile
 	for name in domain ports adapters entrypoints; do ln -s ../../../$$name $(VIEW)/$$name; done
 	touch $@
 
-run: $(STAMP)
+run: $(STAMP) spawner
 	$(PY) -m treadle --model demo --approval auto "Show what treadle does, on this folder"
 
 lint: $(STAMP)
@@ -36,14 +49,14 @@ types: $(STAMP) $(VIEW)/.made
 contract: $(STAMP) $(VIEW)/.made
 	cd build/view && $(abspath $(VENV))/bin/lint-imports --config ../../pyproject.toml
 
-unit: $(STAMP)
+unit: $(STAMP) spawner
 	$(PY) -m pytest --cov --cov-report=term --cov-fail-under=85
 	$(PY) -m coverage report --include='*/domain/*' --fail-under=90
 
 test: lint types contract unit
 
-bench: $(STAMP)
+bench: $(STAMP) spawner
 	$(PY) -m bench
 
 clean:
-	rm -rf $(VENV) build *.egg-info .coverage .mypy_cache .ruff_cache
+	rm -rf $(VENV) build *.egg-info .coverage .mypy_cache .ruff_cache $(SPAWNER)

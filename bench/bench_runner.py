@@ -2,7 +2,8 @@
 
 Every figure is a ratio against a baseline measured in the same run, so a busy machine
 moves both sides. Targets: `true` ≤ 1.3× a bare ``subprocess.run``; a search ≤ 1.2× the
-same rg invocation run directly; ≤ 50 MB above idle while a command prints 1 GB.
+same rg invocation run directly; a `true` confined by the sandbox, in
+its cgroup, ≤ 1.3× ``bash -c true`` + 2 ms; ≤ 50 MB above idle while a command prints 1 GB.
 """
 
 from __future__ import annotations
@@ -24,7 +25,11 @@ from returns.result import Result
 import treadle
 from treadle.adapters.fakes import FakeClock
 from treadle.adapters.process import SubprocessRunner
+from treadle.adapters.process.cgroup import cgroup_home
+from treadle.adapters.sandbox import Sandbox
+from treadle.adapters.sandbox.spawner import confined_by
 from treadle.adapters.tools import SearchTool
+from treadle.domain.rules.sandbox import Confine
 from treadle.domain.values.process import ProcessError, ProcessResult, ProcessSpec
 from treadle.domain.values.tools import ToolLimits, ToolResult
 from treadle.ports.tools import ToolContext
@@ -60,6 +65,10 @@ def _per_call(samples: list[float]) -> float:
     return statistics.median(samples) * 1000
 
 
+def _tenth(samples: list[float]) -> float:
+    return sorted(samples)[len(samples) // 10] * 1000
+
+
 async def _timed(call: Callable[[], Awaitable[object]]) -> float:
     started = time.perf_counter()
     await call()
@@ -73,22 +82,45 @@ def _timed_sync(call: Callable[[], object]) -> float:
 
 
 async def _true_figures() -> list[str]:
+    workspace = tempfile.mkdtemp(prefix="treadle-bench-runner-")
     runner = SubprocessRunner()
-    spec = ProcessSpec("true", cwd=".", timeout=30)
+    sandbox = Sandbox("workspace-write", workspace)
+    confined = SubprocessRunner(sandbox=sandbox)
+    # As without the built spawner: the Python helper, a migration and a gate.
+    helper = SubprocessRunner(sandbox=Sandbox("workspace-write", workspace), spawner=False)
+    spec = ProcessSpec("true", cwd=workspace, timeout=30)
     ours: list[float] = []
+    boxed: list[float] = []
+    helped: list[float] = []
     bare: list[float] = []
     bash: list[float] = []
     await runner.run(spec)
-    for _ in range(ROUNDS):  # interleaved, so load on the machine hits all three alike
+    await confined.run(spec)
+    await helper.run(spec)
+    for _ in range(ROUNDS):  # interleaved, so load on the machine hits all alike
         ours.append(await _timed(lambda: runner.run(spec)))
+        boxed.append(await _timed(lambda: confined.run(spec)))
+        helped.append(await _timed(lambda: helper.run(spec)))
         bare.append(_timed_sync(lambda: subprocess.run(["true"], check=True)))
         bash.append(_timed_sync(lambda: subprocess.run(["/bin/bash", "-c", "true"], check=True)))
+    os.rmdir(workspace)
     runner_ms, bare_ms, bash_ms = _per_call(ours), _per_call(bare), _per_call(bash)
+    boxed_ms, helped_ms = _per_call(boxed), _per_call(helped)
+    home = cgroup_home()
+    how = f"{sandbox.mode}, {'a cgroup' if home is not None and home.usable else 'no cgroup'}"
+    how += f", {confined_by()}" if sandbox.decision == Confine(sandbox.mode) else ", unconfined"
     return [
         f"runner `true`: {runner_ms:.2f} ms/call vs subprocess.run(['true']) {bare_ms:.2f} ms "
         f"= {runner_ms / bare_ms:.2f}x (target <= 1.3x)",
         f"runner `true`: vs subprocess.run(['/bin/bash', '-c', 'true']) {bash_ms:.2f} ms "
         f"= {runner_ms / bash_ms:.2f}x (same shell: the fair comparison)",
+        f"runner `true` sandboxed ({how}): {boxed_ms:.2f} ms/call vs bash -c true "
+        f"{bash_ms:.2f} ms = {boxed_ms / bash_ms:.2f}x, "
+        f"{(boxed_ms - 1.3 * bash_ms):+.2f} ms over 1.3x (target <= 1.3x + 2 ms); fastest tenth "
+        f"{_tenth(boxed):.2f} vs {_tenth(bash):.2f} ms = {_tenth(boxed) / _tenth(bash):.2f}x "
+        "(less moved by load)",
+        f"runner `true` sandboxed without the native spawner (Python helper, migration, "
+        f"gate): {helped_ms:.2f} ms/call = {helped_ms / bash_ms:.2f}x bash -c true",
     ]
 
 
@@ -102,6 +134,10 @@ class _RecordingRunner:
     async def run(self, spec: ProcessSpec) -> Result[ProcessResult, ProcessError]:
         self.commands.append(spec.command)
         return await self.inner.run(spec)
+
+
+async def never_stopped() -> None:
+    await asyncio.Event().wait()
 
 
 async def _no_answer(question: str) -> str | None:
@@ -165,7 +201,3 @@ def run() -> list[str]:
 
 if __name__ == "__main__":
     print("\n".join(run()))
-
-
-async def never_stopped() -> None:
-    await asyncio.Event().wait()

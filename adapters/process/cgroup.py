@@ -16,6 +16,7 @@ Example::
     home = cgroup_home()
     group = home.command_group(run_id) if home else None
     if group and group.adopt(pid): ...   # pid and all it starts are now in group.pids()
+    # or: clone3(CLONE_INTO_CGROUP) with group.open(), as the native spawner does
 """
 
 from __future__ import annotations
@@ -96,6 +97,13 @@ class CommandGroup:
             self._home.usable = False
         self.remove()
         return False
+
+    def open(self) -> int:
+        """A descriptor of the folder, for ``clone3(CLONE_INTO_CGROUP)``; -1 if it is gone."""
+        try:
+            return os.open(self.path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        except OSError:
+            return -1
 
     def pids(self) -> set[int]:
         """Every process in the group, in the folders a command made inside it too."""

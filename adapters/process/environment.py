@@ -36,6 +36,20 @@ def run_marker(run_id: str) -> str:
     return f"{RUN_MARKER_PREFIX}{run_id}"
 
 
+_verdicts: dict[tuple[str, str], bool] = {}
+_VERDICTS_KEPT = 4096
+
+
+def _secret(name: str, value: str) -> bool:
+    """:func:`is_secret`, remembered: every command asks it of the same variables."""
+    verdict = _verdicts.get((name, value))
+    if verdict is None:
+        if len(_verdicts) >= _VERDICTS_KEPT:
+            _verdicts.clear()
+        verdict = _verdicts[name, value] = is_secret(name, value)
+    return verdict
+
+
 def child_environment(
     inherited: Mapping[str, str],
     *,
@@ -49,7 +63,7 @@ def child_environment(
     environment = {
         name: value
         for name, value in inherited.items()
-        if (name in passthrough or not is_secret(name, value)) and name != "PWD"
+        if (name in passthrough or not _secret(name, value)) and name != "PWD"
     }
     environment.update(NON_INTERACTIVE)
     environment.update(extra)

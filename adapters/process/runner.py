@@ -15,10 +15,11 @@ import os
 import subprocess
 import time
 from collections.abc import Collection
+from typing import Protocol
 
 from returns.result import Failure, Result, Success
 
-from treadle.adapters.process.cgroup import CommandGroup, cgroup_home
+from treadle.adapters.process.cgroup import CgroupHome, CommandGroup, cgroup_home
 from treadle.adapters.process.environment import child_environment
 from treadle.adapters.process.spill import SPILL_CAP, OutputSpill
 from treadle.adapters.process.tree import (
@@ -31,6 +32,7 @@ from treadle.adapters.process.tree import (
 from treadle.adapters.process.watchdog import OWNER_MARKER, ensure_watchdog, watch_cgroup
 from treadle.adapters.redact import Redactor
 from treadle.adapters.sandbox import UNCONFINED, Launch, Sandbox
+from treadle.adapters.sandbox.spawner import Start, Status, plan_start
 from treadle.domain.rules.output_bound import OutputBound
 from treadle.domain.values.process import ProcessError, ProcessResult, ProcessSpec
 
@@ -42,9 +44,10 @@ DRAIN_AFTER_STOP = 1.0
 """After the stop, how long to read what the killed processes had already written."""
 
 GATE = 'read _ || exit 125; exec "$0" -c "$1" </dev/null'
-"""In a cgroup, the shell first waits on stdin until it has been moved in, so that
-nothing it starts is born outside; then it becomes the command's shell (same pid). If
-treadle dies before it opens the gate, the command never starts."""
+"""Without the native spawner, in a cgroup, the shell first waits on stdin until it has
+been moved in, so that nothing it starts is born outside; then it becomes the command's
+shell (same pid). If treadle dies before it opens the gate, the command never starts.
+(The spawner starts the command in its cgroup from birth: no gate, no migration.)"""
 
 
 _GATE_SHELL = "/bin/sh" if os.access("/bin/sh", os.X_OK) else "/bin/bash"
@@ -93,13 +96,53 @@ class _OutputReader:
             self.finished.set_result(None)
 
 
+class _Process(Protocol):
+    """What the runner needs of the command's process: a Popen, or the spawner's child."""
+
+    @property
+    def pid(self) -> int: ...
+
+    @property
+    def returncode(self) -> int | None: ...
+
+    def poll(self) -> int | None: ...
+
+    def wait(self) -> int: ...
+
+
+class _Spawned:
+    """The command the native spawner started: treadle's own child (CLONE_PARENT), but
+    not a Popen's, so waited for here."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self.returncode: int | None = None
+
+    def poll(self) -> int | None:
+        return self._collect(os.WNOHANG)
+
+    def wait(self) -> int:
+        code = self._collect(0)
+        return code if code is not None else 0
+
+    def _collect(self, flags: int) -> int | None:
+        if self.returncode is None:
+            try:
+                pid, status = os.waitpid(self.pid, flags)
+            except ChildProcessError:  # collected elsewhere: its status is lost
+                return None
+            if pid == self.pid:
+                self.returncode = os.waitstatus_to_exitcode(status)
+        return self.returncode
+
+
 class _ExitWatch:
     """A future for the end of the command's own process.
 
     A pidfd in the event loop costs no thread; without one, a thread waits.
     """
 
-    def __init__(self, process: subprocess.Popen[bytes]) -> None:
+    def __init__(self, process: _Process) -> None:
         self._loop = asyncio.get_running_loop()
         self._process = process
         self.ended: asyncio.Future[None] = self._loop.create_future()
@@ -136,6 +179,8 @@ class SubprocessRunner:
     largest full-output file kept when the bound cuts; ``redactor`` takes secrets out
     of that file. ``cgroups`` runs each command in a cgroup of its own where the
     kernel allows it (False: only the other ways of finding a command's processes).
+    ``spawner`` False starts commands as without the built native spawner: the Python
+    helper confines them, and a migration and a gate put them in their cgroups.
     """
 
     def __init__(
@@ -148,8 +193,10 @@ class SubprocessRunner:
         redactor: Redactor | None = None,
         cgroups: bool = True,
         sandbox: Sandbox | None = None,
+        spawner: bool = True,
     ) -> None:
         self._cgroups = cgroups
+        self._spawner = spawner
         self._sandbox = sandbox
         self._passthrough = frozenset(passthrough_env)
         self._redactor = redactor
@@ -178,45 +225,68 @@ class SubprocessRunner:
                 if cgroup is not None:
                     cgroup.remove()
                 return failure
-            case Success((process, pipe, cgroup, gate)):
+            case Success((helper, pipe, cgroup, start)):
                 if cgroup is not None and home is not None:
                     watch_cgroup(home.path)
-        active_commands.add(process.pid)
-        tree = running_trees[process.pid] = CommandTree(
-            process.pid, run_id, cgroup, start_time(process.pid)
+        process: _Process = helper
+        active_commands.add(helper.pid)
+        tree = running_trees[helper.pid] = CommandTree(
+            helper.pid, run_id, cgroup, start_time(helper.pid)
         )
         reader = _OutputReader(pipe, bound, spill)
         try:
-            unconfined = await self._let_start(tree, launch, gate, spec.timeout)
+            status = await self._let_start(tree, start, spec.timeout)
+            if status.spawned:
+                process = self._spawned(tree, helper, status.spawned)
+            elif status.outside and tree.cgroup is not None:
+                _refused(tree.cgroup, home)
+                tree.cgroup = None
             # Followed to its end either way: a helper that could not confine itself
             # has ended (or is ending), and is reaped like any command.
             left = spec.timeout - (time.monotonic() - started)
             timed_out = await self._follow(tree, process, reader, left)
         finally:
             reader.close()
+            start.close()
+            if process is not helper:  # the spawner ended long ago: collect it
+                helper.wait()
+                active_commands.discard(helper.pid)
             active_commands.discard(process.pid)
             running_trees.pop(process.pid, None)
             if not running_trees and tree.may_have_leftovers():
                 # An orphan that two runs could have started was left to the last of
                 # them; this was it.
                 tree.kill_now()
-            if cgroup is not None:
-                cgroup.remove()
+            if tree.cgroup is not None:
+                tree.cgroup.remove()
             launch.finished()
             if spill is not None:
                 spill.close()
-        if unconfined:  # the command never ran
-            why = f"the sandbox could not be set up: {unconfined}"
+        if status.failure:  # the command never ran
+            why = f"the sandbox could not be set up: {status.failure}"
             return Failure(ProcessError(why, blocked=True))
         return Success(_result(process, bound, spill, time.monotonic() - started, timed_out))
 
+    @staticmethod
+    def _spawned(tree: CommandTree, helper: subprocess.Popen[bytes], pid: int) -> _Process:
+        """The spawner started the command as ``pid`` and is ending: follow that instead.
+        (The spawner stays among the active commands until it is collected, so that no
+        cleanup collects it first.)"""
+        command = _Spawned(pid)
+        active_commands.add(pid)
+        running_trees[pid] = tree
+        running_trees.pop(helper.pid, None)
+        tree.leader, tree.started = pid, start_time(pid)
+        return command
+
     def _start(
         self, spec: ProcessSpec, run_id: str, cgroup: CommandGroup | None, launch: Launch
-    ) -> Result[tuple[subprocess.Popen[bytes], int, CommandGroup | None, int | None], ProcessError]:
-        """Fork and exec the shell (in ``cgroup``, if there is one and it takes it: the
-        result says which; confined as ``launch`` says); quick enough not to need a thread.
-        With a gate (in a cgroup), the command waits behind it: its write end comes back
-        with the process, for :meth:`_let_start` to open."""
+    ) -> Result[tuple[subprocess.Popen[bytes], int, CommandGroup | None, Start], ProcessError]:
+        """Fork and exec what starts the command, confined as ``launch`` says, in
+        ``cgroup`` if there is one (the result says whether it still is: without the
+        native spawner the process is moved in, which the kernel may refuse); quick
+        enough not to need a thread. Without the spawner, in a cgroup, the command waits
+        behind a gate: its write end comes back in the start, for :meth:`_let_start`."""
         if not os.path.isdir(spec.cwd):
             what = "not a folder" if os.path.exists(spec.cwd) else "no such folder"
             return Failure(ProcessError(f"cannot run in {spec.cwd}: {what}"))
@@ -230,66 +300,72 @@ class SubprocessRunner:
         )
         # Ours is the parent's folder; programs that trust $PWD would be misled.
         environment.setdefault("PWD", os.path.abspath(spec.cwd))
+        folder = cgroup.open() if cgroup is not None else -1
+        start = plan_start(launch.ruleset, folder, native=self._spawner)
         read_end, write_end = os.pipe()
-        gate_read, gate_write = os.pipe() if cgroup is not None else (None, None)
+        gate_read, gate_write = os.pipe() if start.gated else (None, None)
         command = [self._shell, "-c", spec.command]
         if gate_read is not None:
             command = [_GATE_SHELL, "-c", GATE, self._shell, spec.command]
         try:
             process = subprocess.Popen(
-                [*launch.prefix, *command],
+                [*start.prefix, *command],
                 cwd=spec.cwd,
                 env=environment,
                 stdin=subprocess.DEVNULL if gate_read is None else gate_read,
                 stdout=write_end,
                 stderr=write_end,
                 start_new_session=True,
-                pass_fds=launch.pass_fds,  # the sandbox's ruleset, for its exec helper
+                pass_fds=start.pass_fds,  # the status pipe, the ruleset, the cgroup
             )
         except (OSError, ValueError) as error:
             os.close(read_end)
             if gate_write is not None:
                 os.close(gate_write)
+            start.close()
             return Failure(ProcessError(str(error)))
         finally:
             # Only the command may hold the write end, or the pipe would never end.
             os.close(write_end)
             if gate_read is not None:
                 os.close(gate_read)
+            if folder >= 0:
+                os.close(folder)
+            start.started()
             launch.started()
-        if gate_write is not None and cgroup is not None and not cgroup.adopt(process.pid):
+        start.gate = gate_write if gate_write is not None else -1
+        if start.gated and cgroup is not None and not cgroup.adopt(process.pid):
             cgroup = None
-        return Success((process, read_end, cgroup, gate_write))
+        return Success((process, read_end, cgroup, start))
 
-    async def _let_start(
-        self, tree: CommandTree, launch: Launch, gate: int | None, timeout: float
-    ) -> str:
-        """Open the gate once the command is confined as ``launch`` says: "" then; else
-        why it could not be, and the gate stays shut (the command never starts). A
-        helper that has not got there by the deadline is left to the deadline."""
+    async def _let_start(self, tree: CommandTree, start: Start, timeout: float) -> Status:
+        """Wait until what started the command says it is confined and placed; with a
+        gate, open it then (and never when it could not be: the command never starts).
+        A start that has not got there by the deadline is left to the deadline."""
+        gate = start.gate
+        start.gate = -1
         try:
-            said = await launch.confinement(timeout)
+            said = await start.said(timeout)
         except BaseException:  # stopped while the helper starts: nothing of it survives
-            if gate is not None:
+            if gate >= 0:
                 os.close(gate)
             await tree.stop(self._grace)
             raise
-        unconfined = said or ""
-        if gate is None:
-            return unconfined
+        if gate < 0:
+            return said
         try:
-            if said == "":
+            if not (said.failure or said.late):
                 os.write(gate, b"\n")  # open the gate: the command starts now
         except BrokenPipeError:
             pass  # its shell ended before the gate opened: how it ended is the result
         finally:
             os.close(gate)  # shut for good: a shell still waiting leaves, running nothing
-        return unconfined
+        return said
 
     async def _follow(
         self,
         tree: CommandTree,
-        process: subprocess.Popen[bytes],
+        process: _Process,
         reader: _OutputReader,
         timeout: float,
     ) -> bool:
@@ -327,8 +403,15 @@ async def _settled(future: asyncio.Future[None], timeout: float) -> bool:
     return future.done()
 
 
+def _refused(cgroup: CommandGroup, home: CgroupHome | None) -> None:
+    """The kernel put the command in no cgroup: none for it, nor for those after it."""
+    if home is not None:
+        home.usable = False
+    cgroup.remove()
+
+
 def _result(
-    process: subprocess.Popen[bytes],
+    process: _Process,
     bound: OutputBound,
     spill: OutputSpill | None,
     duration: float,

@@ -1,4 +1,4 @@
-"""Commands the kernel confines: Landlock rulesets built here, enforced by an exec helper.
+"""Commands the kernel confines: Landlock rulesets built here, enforced by the spawner.
 
 :class:`Sandbox` is what the process runner asks how to start each command.
 """

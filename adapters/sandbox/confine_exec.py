@@ -1,5 +1,8 @@
 """The exec helper: confine this process with a Landlock ruleset, then become the command.
 
+The fallback of the native spawner (:mod:`.spawner`), used where ``make`` could not
+build it: it costs a second interpreter per command (7-20 ms).
+
     python -I -S confine_exec.py RULESET_FD STATUS_FD -- /bin/bash -c COMMAND
 
 treadle builds the ruleset (:mod:`treadle.adapters.sandbox.landlock`) and hands its

@@ -4,7 +4,7 @@ Example::
 
     sandbox = Sandbox("workspace-write", "/src/app")
     match sandbox.launch():
-        case Success(launch):   # argv = [*launch.prefix, "/bin/bash", "-c", command]
+        case Success(launch):   # confined by launch.ruleset (see spawner.plan_start)
             ...
         case Failure(reason):   # confinement asked for and impossible: do not run
             ...
@@ -12,7 +12,6 @@ Example::
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import functools
 import os
@@ -32,6 +31,7 @@ from treadle.adapters.sandbox.landlock import (
     prepare,
     probe,
 )
+from treadle.adapters.sandbox.spawner import native_spawner
 from treadle.domain.rules.sandbox import (
     Blocked,
     Confine,
@@ -44,100 +44,32 @@ from treadle.domain.rules.sandbox import (
     writable_folders,
 )
 
-HELPER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "confine_exec.py")
-
 
 @dataclass
 class Launch:
-    """How one command starts: what goes before its argv, the descriptors it keeps, the
-    variables it gets. :meth:`started` once the process exists, :meth:`confinement`
-    before the command may run, :meth:`finished` once it has ended (a read-only
-    command's scratch folder goes then).
+    """What the sandbox asks of one command: the ``ruleset`` to confine it with (None:
+    unconfined), the variables ``env`` adds, and ``scratch``, a read-only command's
+    folder. :meth:`started` once the process exists, :meth:`finished` once it has ended
+    (the scratch folder goes then). A ruleset the launch ``owns`` (read-only's, made for
+    its scratch folder) is closed once the command started; the session's stays open.
 
-    ``status`` is the pipe (read end, write end) on which the exec helper says why it
-    could not confine itself; it closes it unwritten by becoming the command."""
+    How the process starts (the native spawner or the Python helper) is
+    :func:`~treadle.adapters.sandbox.spawner.plan_start`'s to say."""
 
-    prefix: tuple[str, ...] = ()
-    pass_fds: tuple[int, ...] = ()
     env: Mapping[str, str] = field(default_factory=dict)
     ruleset: Ruleset | None = None
     scratch: str = ""
-    status: tuple[int, int] = (-1, -1)
+    owns: bool = False
 
     def started(self) -> None:
-        if self.ruleset is not None:
+        if self.owns and self.ruleset is not None:
             self.ruleset.close()
-        reading, writing = self.status
-        if writing >= 0:  # only the helper may hold it, or the pipe would never end
-            os.close(writing)
-            self.status = (reading, -1)
-
-    async def confinement(self, timeout: float) -> str | None:
-        """Once the helper has become the command (or ended): "" when it is confined
-        (or needs no helper), else why it could not confine itself; None when it has
-        not got that far in ``timeout`` seconds."""
-        reading = self.status[0]
-        if reading < 0:
-            return ""
-        try:
-            said = await asyncio.wait_for(_read_to_end(reading, STATUS_LIMIT), max(0.0, timeout))
-        except TimeoutError:
-            return None
-        finally:
-            self._close_status()
-        return said.decode("utf-8", "replace").strip().removeprefix("treadle sandbox: ")
 
     def finished(self) -> None:
         self.started()
-        self._close_status()
         if self.scratch:
             shutil.rmtree(self.scratch, ignore_errors=True)
             self.scratch = ""
-
-    def _close_status(self) -> None:
-        reading, writing = self.status
-        if reading >= 0:
-            os.close(reading)
-            self.status = (-1, writing)
-
-
-def helper_launch(ruleset: Ruleset, env: Mapping[str, str], scratch: str = "") -> Launch:
-    """A command the exec helper starts, confined by ``ruleset`` (the launch owns it),
-    with ``env`` added to its variables."""
-    reading, writing = os.pipe()
-    prefix = (sys.executable, "-I", "-S", HELPER, str(ruleset.fd), str(writing), "--")
-    return Launch(prefix, (ruleset.fd, writing), env, ruleset, scratch, (reading, writing))
-
-
-STATUS_LIMIT = 4096
-"""Bytes read of what the helper says (one line)."""
-
-
-async def _read_to_end(descriptor: int, limit: int) -> bytes:
-    """What comes through a pipe until its last writer closes it (``limit`` bytes kept),
-    read from the event loop: nothing waits in a thread."""
-    loop = asyncio.get_running_loop()
-    ended: asyncio.Future[None] = loop.create_future()
-    said = bytearray()
-
-    def readable() -> None:
-        try:
-            data = os.read(descriptor, 65536)
-        except (BlockingIOError, InterruptedError):
-            return
-        except OSError:
-            data = b""
-        said.extend(data[: max(0, limit - len(said))])
-        if not data and not ended.done():
-            ended.set_result(None)
-
-    os.set_blocking(descriptor, False)
-    loop.add_reader(descriptor, readable)
-    try:
-        await ended
-    finally:
-        loop.remove_reader(descriptor)
-    return bytes(said)
 
 
 UNCONFINED = Launch()
@@ -170,6 +102,7 @@ class Sandbox:
         self.cache = cache
         self._support = support
         self._environ = environ
+        self._kept: tuple[tuple[tuple[int, int], ...], Ruleset] | None = None
 
     @functools.cached_property
     def support(self) -> SandboxSupport:
@@ -197,7 +130,7 @@ class Sandbox:
         raise AssertionError("unreachable")
 
     def _confined(self, mode: SandboxMode) -> Result[Launch, str]:
-        if not sys.executable:
+        if not sys.executable and native_spawner() is None:
             return Failure(
                 "the sandbox needs a Python interpreter to start commands, and none is known"
             )
@@ -218,12 +151,26 @@ class Sandbox:
             scratch=scratch,
         )
         try:
-            ruleset = prepare(folders, self.support, devices=DEVICES)
+            if scratch:  # a folder of its own: a ruleset of its own (a tenth of a ms)
+                return Success(Launch(env, prepare(folders, self.support), scratch, owns=True))
+            return Success(Launch(env, self._session_ruleset(folders)))
         except LandlockError as error:
             if scratch:
                 shutil.rmtree(scratch, ignore_errors=True)
             return Failure(f"the sandbox could not be set up: {error.strerror or error}")
-        return Success(helper_launch(ruleset, env, scratch))
+
+    def _session_ruleset(self, folders: Sequence[str]) -> Ruleset:
+        """The session's ruleset, built once and kept while every folder it names is the
+        same folder: rules bind inodes, so one deleted and made again (or made since)
+        gets a new ruleset."""
+        identity = _identities((*folders, *DEVICES))
+        if self._kept is not None and self._kept[0] == identity:
+            return self._kept[1]
+        ruleset = prepare(folders, self.support, devices=DEVICES)
+        if self._kept is not None:
+            self._kept[1].close()  # the commands it started keep their own copy
+        self._kept = (identity, ruleset)
+        return ruleset
 
     def _cache_folder(self) -> str:
         if not self.cache:
@@ -232,3 +179,16 @@ class Sandbox:
             os.makedirs(self.cache, mode=0o700, exist_ok=True)
             return os.path.realpath(self.cache)
         return ""
+
+
+def _identities(paths: Sequence[str]) -> tuple[tuple[int, int], ...]:
+    """(device, inode) of each path, (0, 0) for one that is not there."""
+    found = []
+    for path in paths:
+        try:
+            info = os.stat(path)
+        except OSError:
+            found.append((0, 0))
+        else:
+            found.append((info.st_dev, info.st_ino))
+    return tuple(found)

@@ -2,10 +2,10 @@
 
 The kernel's ABI is used directly (three system calls, an append-only interface)
 rather than a binding from PyPI: the ruleset is built here, in treadle, where a bad
-path or a refused right is an error treadle can report; it is enforced in a separate
-tiny program (:mod:`.confine_exec`) that imports nothing but ``ctypes`` and then
-becomes the command. No binding splits the work that way, and the helper could not
-import one without Python's ``site`` (20 ms more for every command).
+path or a refused right is an error treadle can report; it is enforced by the native
+spawner (:mod:`.spawner`, ``spawn.c``) or, without it, by a tiny Python program
+(:mod:`.confine_exec`) that imports nothing but ``ctypes``, each of which then becomes
+(or starts) the command. No binding splits the work that way.
 
 Example::
 
@@ -22,6 +22,7 @@ make sense on a file, or the kernel answers EINVAL.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import enum
 import errno
@@ -85,6 +86,12 @@ FILE_RIGHTS = (
 )
 """The only rights a rule on a file (not a folder) may carry."""
 DEVICE_RIGHTS = Access.READ_FILE | Access.WRITE_FILE | Access.TRUNCATE | Access.IOCTL_DEV
+NEVER_GRANTED = Access.MAKE_CHAR | Access.MAKE_BLOCK | Access.IOCTL_DEV
+"""Handled, so refused, and granted on no folder, writable ones included: a device node
+made in the workspace or ``/tmp`` opens whatever device its numbers name (as root, a
+block node for the disk writes any file of any user), and ``ioctl`` on a device found
+beneath a writable folder is no part of changing files. The devices a command may use
+are the :data:`DEVICES` files, each with its own rule."""
 
 DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty")
 """Devices every confined command may write: writing to them leaves nothing behind.
@@ -196,6 +203,10 @@ class Ruleset:
             os.close(self.fd)
             self.fd = -1
 
+    def __del__(self) -> None:  # a session's ruleset goes with its sandbox
+        with contextlib.suppress(OSError):
+            self.close()
+
 
 def prepare(
     writable: Sequence[str],
@@ -205,11 +216,12 @@ def prepare(
     readable: Sequence[str] = ("/",),
     scoped: bool = True,
 ) -> Ruleset:
-    """A ruleset letting a command read ``readable``, change ``writable`` and write
-    ``devices``, and nothing else. Raises :class:`LandlockError`.
+    """A ruleset letting a command read ``readable``, change ``writable`` (make in it
+    anything but device nodes) and write ``devices``, and nothing else. Raises
+    :class:`LandlockError`.
 
-    Prepared for each command: rules bind inodes, so a folder deleted and made again
-    since the last command would otherwise be missed (it takes a tenth of a millisecond).
+    Rules bind inodes: a ruleset kept for a session must be built again when a folder
+    it names is deleted and made again (it takes a tenth of a millisecond).
     """
     if not support.available:
         raise LandlockError(errno.EOPNOTSUPP, support.reason)
@@ -223,7 +235,7 @@ def prepare(
         code = ctypes.get_errno()
         raise LandlockError(code, f"landlock_create_ruleset: {os.strerror(code)}")
     wanted = [(path, READ) for path in readable]
-    wanted += [(path, handled) for path in writable]
+    wanted += [(path, handled & ~NEVER_GRANTED) for path in writable]
     wanted += [(path, DEVICE_RIGHTS) for path in devices]
     skipped: list[str] = []
     try:

@@ -18,8 +18,9 @@ from treadle.adapters.process import SubprocessRunner
 from treadle.adapters.process.cgroup import CgroupHome, cgroup_home
 from treadle.adapters.process.environment import child_environment, looks_secret
 from treadle.adapters.process.watchdog_script import doomed
-from treadle.adapters.sandbox.confinement import Launch, helper_launch
+from treadle.adapters.sandbox.confinement import Launch
 from treadle.adapters.sandbox.landlock import Ruleset
+from treadle.adapters.sandbox.spawner import Start, native_spawner
 from treadle.domain.values.process import ProcessResult, ProcessSpec
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs Linux /proc")
@@ -424,23 +425,42 @@ async def test_where_the_kernel_refuses_a_cgroup_the_runner_falls_back_cleanly(
 
 
 class RefusedRuleset:
-    """A sandbox whose exec helper is handed a descriptor that is no ruleset: the kernel
+    """A sandbox that hands the start a descriptor that is no ruleset: the kernel
     refuses to confine it (landlock_restrict_self fails), as where it cannot."""
 
     def launch(self) -> Result[Launch, str]:
         not_a_ruleset = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
-        return Success(helper_launch(Ruleset(not_a_ruleset, abi=1), {}))
+        return Success(Launch(ruleset=Ruleset(not_a_ruleset, abi=1), owns=True))
 
 
 def open_descriptors() -> int:
     return len(os.listdir("/proc/self/fd"))
 
 
-@pytest.mark.parametrize("cgroups", [True, False], ids=["behind the gate", "no gate"])
+STARTS = {
+    "spawner in a cgroup": (True, True),
+    "spawner": (True, False),
+    "python helper behind the gate": (False, True),
+    "python helper": (False, False),
+}
+needs_spawner = pytest.mark.skipif(
+    native_spawner() is None, reason="the native spawner is not built (make)"
+)
+
+
+def starts(*, cgroup_only: bool = False) -> list[object]:
+    return [
+        pytest.param(*how, id=name, marks=[needs_spawner] if how[0] else [])
+        for name, how in STARTS.items()
+        if how[1] or not cgroup_only
+    ]
+
+
+@pytest.mark.parametrize(("spawner", "cgroups"), starts())
 async def test_a_command_whose_sandbox_helper_cannot_confine_itself_never_runs_and_is_blocked(
-    tmp_path: Path, cgroups: bool
+    tmp_path: Path, spawner: bool, cgroups: bool
 ) -> None:
-    runner = SubprocessRunner(cgroups=cgroups, sandbox=RefusedRuleset())  # type: ignore[arg-type]
+    runner = SubprocessRunner(cgroups=cgroups, sandbox=RefusedRuleset(), spawner=spawner)  # type: ignore[arg-type]
     before = open_descriptors()
     for _ in range(3):  # whenever the helper ends, before or after the gate is reached
         outcome = await runner.run(spec("touch ran", tmp_path))
@@ -452,21 +472,69 @@ async def test_a_command_whose_sandbox_helper_cannot_confine_itself_never_runs_a
     assert open_descriptors() == before  # the status pipe, the gate, the ruleset: all closed
 
 
-class StuckHelper:
-    """A sandbox whose helper never gets as far as confining itself (it sleeps, holding
-    the status pipe open)."""
-
-    def launch(self) -> Result[Launch, str]:
-        reading, writing = os.pipe()
-        prefix = ("/bin/sh", "-c", "sleep 30", "sh")
-        return Success(Launch(prefix, (writing,), {}, None, "", (reading, writing)))
+def stuck_start(ruleset: object, cgroup: int, *, native: bool = True) -> Start:
+    """A start that never gets as far as confining itself (it sleeps, holding the
+    status pipe open)."""
+    reading, writing = os.pipe()
+    prefix = ("/bin/sh", "-c", "sleep 30", "sh")
+    return Start(prefix, (writing,), (reading, writing), gated=cgroup >= 0)
 
 
-@pytest.mark.parametrize("cgroups", [True, False], ids=["behind the gate", "no gate"])
+@pytest.mark.parametrize("cgroups", [True, False], ids=["in a cgroup", "no cgroup"])
 async def test_a_sandbox_helper_that_never_gets_to_the_command_is_stopped_at_the_deadline(
-    tmp_path: Path, cgroups: bool
+    tmp_path: Path, cgroups: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    runner = SubprocessRunner(grace=0.2, cgroups=cgroups, sandbox=StuckHelper())  # type: ignore[arg-type]
+    monkeypatch.setattr("treadle.adapters.process.runner.plan_start", stuck_start)
+    runner = SubprocessRunner(grace=0.2, cgroups=cgroups, sandbox=RefusedRuleset())  # type: ignore[arg-type]
     result = ran(await runner.run(spec("touch ran", tmp_path, timeout=0.3)))
     assert result.timed_out and result.duration < 5
     assert not exists(tmp_path / "ran")
+
+
+@pytest.mark.parametrize(("spawner", "cgroups"), starts())
+async def test_a_command_is_treadles_child_leading_its_own_session_however_it_starts(
+    tmp_path: Path, spawner: bool, cgroups: bool
+) -> None:
+    runner = SubprocessRunner(grace=0.2, cgroups=cgroups, spawner=spawner)
+    shown = ran(await runner.run(spec("echo $$ $PPID; ps -o sid=,pgid= -p $$", tmp_path)))
+    pid, parent, session, group = map(int, shown.output.split())
+    assert parent == os.getpid()  # the spawner's CLONE_PARENT: no helper in between
+    assert session == group == pid  # what the process tree counts on
+    assert ran(await runner.run(spec("exit 3", tmp_path))).exit_code == 3
+    killed = ran(await runner.run(spec("kill -9 $$", tmp_path)))
+    assert killed.signal == signal.SIGKILL and killed.exit_code is None
+    assert [pid for pid in running_children() if our_zombie(pid)] == []  # all collected
+
+
+def running_children() -> list[int]:
+    listing = Path(f"/proc/self/task/{os.getpid()}/children").read_text()
+    return [int(pid) for pid in listing.split()]
+
+
+@pytest.mark.parametrize(("spawner", "cgroups"), starts(cgroup_only=True))
+async def test_a_command_starts_in_its_cgroup_and_so_does_all_it_starts(
+    tmp_path: Path, spawner: bool, cgroups: bool
+) -> None:
+    home = cgroup_home()
+    if home is None or not home.usable:
+        pytest.skip("no cgroup v2 this process may write to")
+    runner = SubprocessRunner(grace=0.2, cgroups=cgroups, spawner=spawner)
+    shown = ran(
+        await runner.run(
+            spec("tail -n 1 /proc/self/cgroup; setsid tail -n 1 /proc/self/cgroup", tmp_path)
+        )
+    ).output.split()
+    assert len(shown) == 2 and shown[0] == shown[1]
+    assert f"/{os.path.basename(home.path)}/run-" in shown[0]
+
+
+@needs_spawner
+def test_a_spawner_built_from_another_version_of_its_source_refuses_to_run() -> None:
+    spawner = native_spawner()
+    assert spawner is not None
+    done = subprocess.run(
+        [spawner, "2", "-1", "-1", "-1", "--", "/bin/echo", "ran"],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.startswith("usage: treadle-spawn 1 ")

@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 
 from treadle.adapters.process import SubprocessRunner
-from treadle.adapters.sandbox import Sandbox, probe
-from treadle.adapters.sandbox.confinement import HELPER
+from treadle.adapters.sandbox import Sandbox, probe, spawner
 from treadle.adapters.sandbox.landlock import prepare
+from treadle.adapters.sandbox.spawner import HELPER, PROTOCOL, native_spawner
 from treadle.domain.rules.sandbox import SandboxMode, SandboxSupport
 from treadle.domain.values.process import ProcessResult, ProcessSpec
 
@@ -41,10 +41,14 @@ def places() -> Iterator[tuple[Path, Path]]:
 
 
 async def run(
-    command: str, workspace: Path, mode: SandboxMode = "workspace-write", **options: object
+    command: str,
+    workspace: Path,
+    mode: SandboxMode = "workspace-write",
+    spawner: bool = True,
+    **options: object,
 ) -> ProcessResult:
     sandbox = Sandbox(mode, str(workspace), **options)  # type: ignore[arg-type]
-    runner = SubprocessRunner(sandbox=sandbox)
+    runner = SubprocessRunner(sandbox=sandbox, spawner=spawner)
     return (await runner.run(ProcessSpec(command, cwd=str(workspace), timeout=30))).unwrap()
 
 
@@ -75,12 +79,24 @@ async def test_read_only_refuses_writes_to_the_workspace_and_outside(places) -> 
     assert os.listdir(workspace) == [] and sorted(os.listdir(outside)) == ["kept.txt"]
 
 
-async def test_a_descendant_that_leaves_the_session_is_still_confined(places) -> None:
+STARTS = [
+    pytest.param(True, id="native spawner", marks=pytest.mark.skipif(
+        native_spawner() is None, reason="the native spawner is not built (make)"
+    )),
+    pytest.param(False, id="python helper"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("spawner", STARTS)
+async def test_a_descendant_that_leaves_the_session_is_still_confined(
+    places, spawner: bool
+) -> None:
     workspace, outside = places
     escape = f"echo escaped > {outside}/escaped.txt"
     result = await run(
         f"setsid bash -c '{escape}' 2>&1; (bash -c '( {escape} ) &' &) 2>&1; sleep 0.2; wait",
         workspace,
+        spawner=spawner,
     )
     assert result.output.count(DENIED) == 2, result.output
     assert not (outside / "escaped.txt").exists()
@@ -191,3 +207,120 @@ async def test_the_default_without_landlock_runs_unconfined_with_a_warning(place
         ProcessSpec(f"echo x > {outside}/written.txt", cwd=str(workspace), timeout=30)
     )
     assert outcome.unwrap().exit_code == 0 and (outside / "written.txt").exists()
+
+
+ROOT = os.geteuid() == 0
+TEMPORARY_FOLDERS = {"workspace": ".", "/tmp": "/tmp", "its temporary folder": '"${TMPDIR:-/tmp}"'}
+
+
+@pytest.fixture
+def loop_device() -> Iterator[tuple[int, int, Path]]:
+    """A real block device (a loop device over a file under /var/tmp): its major and
+    minor numbers and the file a write through it would change."""
+    if not ROOT:
+        pytest.skip("making device nodes needs root")
+    backing = Path(tempfile.mkstemp(prefix="treadle-loop-", dir="/var/tmp")[1])
+    backing.write_bytes(b"\0" * 65536)
+    attached = subprocess.run(
+        ["losetup", "--find", "--show", str(backing)], capture_output=True, text=True, check=False
+    ) if shutil.which("losetup") else None  # fmt: skip
+    if attached is None or attached.returncode != 0:
+        # No loop device here: loop0's numbers still name a block device the kernel
+        # knows, and mknod is what is refused.
+        yield 7, 0, backing
+    else:
+        device = attached.stdout.strip()
+        numbers = os.stat(device).st_rdev
+        yield os.major(numbers), os.minor(numbers), backing
+        subprocess.run(["losetup", "--detach", device], check=False)
+    backing.unlink()
+
+
+@pytest.mark.parametrize("mode", ["workspace-write", "read-only"])
+@pytest.mark.parametrize("place", list(TEMPORARY_FOLDERS), ids=list(TEMPORARY_FOLDERS))
+async def test_a_command_run_as_root_cannot_make_a_device_node_in_any_folder_it_may_write(
+    places, loop_device, mode: SandboxMode, place: str
+) -> None:
+    workspace, _ = places
+    major, minor, backing = loop_device
+    folder = TEMPORARY_FOLDERS[place]
+    name = f"treadle-node-{os.urandom(4).hex()}"
+    result = await run(
+        f"cd {folder} && pwd && mknod {name}-char c 1 3; mknod {name}-block b {major} {minor}; "
+        f"printf escaped > {name}-block; ls -l {name}-* 2>&1; rm -f {name}-*",
+        workspace,
+        mode,
+    )
+    where = result.output.splitlines()[0]
+    assert result.output.count("mknod: ") == 2, result.output  # both refused
+    assert "Operation not permitted" in result.output or DENIED in result.output
+    assert not any(Path(where).glob(f"{name}-*")), result.output  # noqa: ASYNC240
+    assert b"escaped" not in backing.read_bytes()  # the disk is untouched
+
+
+def test_a_session_builds_its_ruleset_once_and_again_for_a_folder_made_anew(places) -> None:
+    workspace, outside = places
+    extra = outside / "extra"
+    extra.mkdir()
+    sandbox = Sandbox("workspace-write", str(workspace), writable=[str(extra)])
+    first, second = (sandbox.launch().unwrap().ruleset for _ in range(2))
+    assert first is not None and first is second and first.fd >= 0
+    extra.rmdir()
+    extra.mkdir()  # another inode: the rule for the old one would not let it be written
+    third = sandbox.launch().unwrap().ruleset
+    assert third is not None and third is not first and first.fd == -1
+    assert sandbox.launch().unwrap().ruleset is third
+
+
+async def test_a_folder_made_anew_between_two_commands_can_still_be_written(places) -> None:
+    workspace, outside = places
+    extra = outside / "extra"
+    extra.mkdir()
+    sandbox = Sandbox("workspace-write", str(workspace), writable=[str(extra)])
+    runner = SubprocessRunner(sandbox=sandbox)
+    write = ProcessSpec(f"echo ok > {extra}/f", cwd=str(workspace), timeout=30)
+    assert (await runner.run(write)).unwrap().exit_code == 0
+    shutil.rmtree(extra)
+    extra.mkdir()
+    done = (await runner.run(write)).unwrap()
+    assert done.exit_code == 0, done.output
+
+
+@pytest.mark.skipif(native_spawner() is None, reason="the native spawner is not built (make)")
+def test_the_native_spawner_given_a_descriptor_that_is_no_ruleset_refuses_to_run() -> None:
+    spawner = native_spawner()
+    assert spawner is not None
+    reading, writing = os.pipe()
+    done = subprocess.run(
+        [spawner, PROTOCOL, str(writing), "0", "-1", "--", "/bin/echo", "ran"],
+        stdin=subprocess.DEVNULL, pass_fds=(writing,), capture_output=True, text=True,
+        check=False,
+    )  # fmt: skip
+    os.close(writing)
+    with os.fdopen(reading, "rb") as status:
+        said = status.read().decode()
+    assert done.returncode == 126 and "ran" not in done.stdout
+    assert done.stderr.startswith("treadle sandbox: landlock_restrict_self:")
+    assert said == done.stderr
+
+
+async def test_a_spawner_that_does_not_run_here_leaves_commands_to_the_python_helper(
+    places, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    workspace, outside = places
+    foreign = tmp_path / "treadle-spawn"  # built for another machine, or another protocol
+    foreign.write_text('#!/bin/sh\nexec "$@"\n')
+    foreign.chmod(0o755)
+    source = tmp_path / "spawn.c"
+    source.write_text("")
+    os.utime(source, (0, 0))
+    monkeypatch.setattr(spawner, "SPAWNER", str(foreign))
+    monkeypatch.setattr(spawner, "SOURCE", str(source))
+    native_spawner.cache_clear()
+    try:
+        assert native_spawner() is None
+        result = await run(f"echo in > in.txt; echo out > {outside}/out.txt", workspace)
+    finally:
+        native_spawner.cache_clear()
+    assert DENIED in result.output
+    assert (workspace / "in.txt").exists() and not (outside / "out.txt").exists()

@@ -1,0 +1,133 @@
+/* treadle-spawn: start one command confined by a Landlock ruleset, born in its cgroup.
+ *
+ *     treadle-spawn 1 STATUS_FD RULESET_FD CGROUP_FD -- PROGRAM [ARGUMENT ...]
+ *
+ * "1" is the protocol: a helper built from another version of this file refuses to run.
+ * RULESET_FD (or -1: no sandbox) is a ruleset treadle built; CGROUP_FD (or -1) an open
+ * cgroup v2 folder. STATUS_FD is the write end of a pipe treadle reads to its end:
+ *
+ *   - "treadle sandbox: WHY": the ruleset could not be applied; nothing ran (exit 126);
+ *   - "spawned PID": the command is PID, a new process born in the cgroup (clone3 with
+ *     CLONE_INTO_CGROUP, no migration) and treadle's own child (CLONE_PARENT), the
+ *     leader of a session of its own; this helper then exits 0;
+ *   - "outside": the kernel would put the command in no cgroup (too old for
+ *     CLONE_INTO_CGROUP, and moving this process in was refused too); it runs here;
+ *   - nothing: the command is this very process (moved into the cgroup, or none asked).
+ *
+ * The ruleset is applied (with no_new_privs) before anything else, so whatever the
+ * command starts inherits it, for good; the command never runs unconfined. It is C
+ * rather than Python because it runs for every command: an exec of this program costs
+ * a fraction of a millisecond, a second interpreter twenty. Built by `make`
+ * (`make spawner`, part of the install); without it treadle uses
+ * confine_exec.py and a gate.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#ifndef SYS_landlock_restrict_self
+#define SYS_landlock_restrict_self 446
+#endif
+#ifndef SYS_clone3
+#define SYS_clone3 435
+#endif
+#ifndef PR_SET_NO_NEW_PRIVS
+#define PR_SET_NO_NEW_PRIVS 38
+#endif
+#define SPAWN_CLONE_PARENT 0x00008000ULL
+#define SPAWN_CLONE_INTO_CGROUP 0x200000000ULL
+
+struct spawn_clone_args { /* struct clone_args, version 2 (Linux 5.7): 88 bytes */
+    uint64_t flags, pidfd, child_tid, parent_tid, exit_signal, stack, stack_size, tls;
+    uint64_t set_tid, set_tid_size, cgroup;
+};
+
+static void say(int fd, const char *text) {
+    size_t left = strlen(text);
+    while (left > 0) {
+        ssize_t done = write(fd, text, left);
+        if (done < 0 && errno == EINTR) continue;
+        if (done <= 0) return;
+        text += done;
+        left -= (size_t)done;
+    }
+}
+
+static void fail(int status, const char *what, int code, int exit_code) {
+    char line[512];
+    snprintf(line, sizeof line, "treadle sandbox: %s: %s\n", what, strerror(code));
+    say(2, line);
+    if (status >= 0) say(status, line);
+    _exit(exit_code);
+}
+
+static int number(const char *text, int *out) {
+    char *end;
+    errno = 0;
+    long value = strtol(text, &end, 10);
+    if (errno || *text == '\0' || *end != '\0' || value < -1 || value > 1 << 30) return 0;
+    *out = (int)value;
+    return 1;
+}
+
+static void become(char **command) {
+    execvp(command[0], command);
+    int code = errno;
+    char line[512];
+    snprintf(line, sizeof line, "%s: %s\n", command[0], strerror(code));
+    say(2, line);
+    _exit(code == ENOENT ? 127 : 126);
+}
+
+int main(int argc, char **argv) {
+    int status, ruleset, cgroup;
+    if (argc < 7 || strcmp(argv[1], "1") != 0 || strcmp(argv[5], "--") != 0 ||
+        !number(argv[2], &status) || !number(argv[3], &ruleset) || !number(argv[4], &cgroup)) {
+        say(2, "usage: treadle-spawn 1 STATUS_FD RULESET_FD CGROUP_FD -- PROGRAM [ARGUMENT ...]\n");
+        return 2;
+    }
+    char **command = argv + 6;
+    if (ruleset >= 0) {
+        if (prctl(PR_SET_NO_NEW_PRIVS, 1L, 0L, 0L, 0L) != 0)
+            fail(status, "prctl(PR_SET_NO_NEW_PRIVS)", errno, 126);
+        if (syscall(SYS_landlock_restrict_self, ruleset, 0) != 0)
+            fail(status, "landlock_restrict_self", errno, 126);
+        close(ruleset);
+    }
+    /* Confined (or nothing asked): the exec closes the status pipe, saying so. */
+    if (status >= 0) fcntl(status, F_SETFD, FD_CLOEXEC);
+    if (cgroup < 0) become(command);
+
+    struct spawn_clone_args args;
+    memset(&args, 0, sizeof args);
+    args.flags = SPAWN_CLONE_INTO_CGROUP | SPAWN_CLONE_PARENT;
+    args.cgroup = (uint64_t)cgroup;
+    long pid = syscall(SYS_clone3, &args, sizeof args);
+    if (pid == 0) { /* the command: a session of its own, in the cgroup from birth */
+        close(cgroup);
+        setsid();
+        become(command);
+    }
+    if (pid > 0) {
+        char line[64];
+        snprintf(line, sizeof line, "spawned %ld\n", pid);
+        say(status, line);
+        _exit(0);
+    }
+    /* No clone3 into a cgroup here: move this process in, then become the command. */
+    int procs = openat(cgroup, "cgroup.procs", O_WRONLY | O_CLOEXEC);
+    int moved = procs >= 0 && write(procs, "0", 1) == 1;
+    if (procs >= 0) close(procs);
+    close(cgroup);
+    if (!moved) say(status, "outside\n");
+    become(command);
+    return 127;
+}
