@@ -5,15 +5,28 @@ announces its task and a plan, runs a few real (read-only) commands, meets a res
 connection that is retried after the seed's pause, hands a sub-task to a sub-agent
 that reports its progress and is stopped at its deadline with a report, and writes
 a final answer that is cut by its token budget and continued.
+
+Every later task of the same session gets a short, honest answer: the demo has no
+model behind it, and says which to choose instead.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import AsyncIterator
 
-from treadle.adapters.fakes.model import ScriptedModel, ScriptedResponse
+from returns.result import Result
+
+from treadle.adapters.fakes.model import ScriptedModel, ScriptedResponse, request_tokens
+from treadle.domain.rules.compaction import COMPACT_REQUEST
 from treadle.domain.values.conversation import ToolCall, Usage
-from treadle.domain.values.model import TransportError
+from treadle.domain.values.model import (
+    ModelError,
+    ModelRequest,
+    ServerFacts,
+    StreamEvent,
+    TransportError,
+)
 from treadle.ports.clock import Clock
 
 SUB_TASK = "Find the five largest files here, then wait on a slow check."
@@ -136,6 +149,47 @@ def demo_script(delay: float = 0.02) -> dict[str, list[ScriptedResponse]]:
     return {"*": main, SUB_TASK: sub}
 
 
-def demo_model(clock: Clock | None = None, delay: float = 0.02) -> ScriptedModel:
+def after_the_tour(task: str) -> str:
+    """The demo's answer to a task after its first: what it is, and what to run instead."""
+    shown = " ".join(task.split())
+    shown = shown if len(shown) <= 60 else shown[:59] + "…"
+    return (
+        f"I am treadle's demo model: I play one scripted tour and cannot work on “{shown}”. "
+        "To have it done, choose a real model, for example `treadle --model openai:gpt-4.1` "
+        "or `--model anthropic:claude-sonnet-4-5` (`treadle --help` lists them all).\n"
+    )
+
+
+class DemoModel:
+    """The Model port for ``demo``: the scripted tour for a session's first task (and its
+    sub-agent), then :func:`after_the_tour` for every task that follows."""
+
+    def __init__(self, tour: ScriptedModel, clock: Clock | None = None, delay: float = 0.02):
+        self._tour = tour
+        self._clock = clock
+        self._delay = delay
+
+    @property
+    def requests(self) -> list[ModelRequest]:
+        return self._tour.requests
+
+    async def facts(self) -> ServerFacts:
+        return await self._tour.facts()
+
+    def stream(self, request: ModelRequest) -> AsyncIterator[Result[StreamEvent, ModelError]]:
+        said = [m.text for m in request.messages if m.role == "user"] or [""]
+        # The sub-agent's own notes (its deadline) and a compaction stay on the script.
+        on_tour = said[-1] == said[0] and self._tour.remaining() > 0
+        if on_tour or said[0] == SUB_TASK or said[-1] == COMPACT_REQUEST:
+            return self._tour.stream(request)
+        answer = ScriptedResponse(
+            _say(after_the_tour(said[-1])),
+            usage=Usage(request_tokens(request), 60),
+            chunk_delay=self._delay,
+        )
+        return ScriptedModel([answer], self._clock).stream(request)
+
+
+def demo_model(clock: Clock | None = None, delay: float = 0.02) -> DemoModel:
     """The demo scenario as a model; ``delay`` paces the streamed words on ``clock``."""
-    return ScriptedModel(demo_script(delay), clock)
+    return DemoModel(ScriptedModel(demo_script(delay), clock), clock, delay)

@@ -20,6 +20,15 @@ from typing import TYPE_CHECKING, Protocol
 from treadle import __version__
 from treadle.domain.loop.stop import StopSignal
 from treadle.domain.loop.turn import Agent
+from treadle.domain.rules.slash_commands import (
+    BUILT_IN,
+    LEAVE,
+    Run,
+    Unknown,
+    help_lines,
+    read_line,
+    unknown_line,
+)
 from treadle.domain.values.outcome import NoModel, end_turn
 from treadle.entrypoints.changes import Report, session_commands
 from treadle.entrypoints.config import USAGE_ERROR, AppConfig
@@ -39,8 +48,6 @@ from treadle.entrypoints.paths import state_dir
 if TYPE_CHECKING:
     from treadle.adapters.blessed_terminal import BlessedTerminal
 
-EXIT_COMMANDS = frozenset({"/exit", "/quit"})
-
 
 class TaskPrompt(Protocol):
     """Where the session reads its next task (the blessed terminal, or a test's script)."""
@@ -51,6 +58,10 @@ class TaskPrompt(Protocol):
 
     def stop_prompt(self) -> None:
         """End the prompt being read, as if the person left."""
+        ...
+
+    def report(self, lines: list[str], *, problem: bool = False) -> None:
+        """Lines the session says between turns; a problem marked as one."""
         ...
 
 
@@ -101,27 +112,36 @@ async def run_interactive(
     """Read a task, run a turn on it, and again, until the person leaves.
 
     An empty line is ignored; ``/exit`` or Ctrl-D ends the session; a line that names
-    one of ``commands`` (``/undo``, ``/diff``…) runs it instead of a turn. Returns the
-    session's exit code: 0, or 130 when a signal ended it.
+    one of ``commands`` (``/undo``, ``/diff``…) runs it instead of a turn, ``/help``
+    lists them, and an unknown ``/word`` is said to be one and never sent (see
+    :mod:`~treadle.domain.rules.slash_commands`). Returns the session's exit code: 0,
+    or 130 when a signal ended it.
     """
     interrupts = interrupts or SessionInterrupts(prompt)
     commands = commands or {}
+    listed = [c for c in BUILT_IN if c.name in commands or c.name in {"/help", *LEAVE}]
     while not interrupts.ending:
         line = await prompt.read_task()
         if line is None:
             break
-        task = line.strip()
-        if not task:
+        asked = read_line(line, {*commands, "/help"})
+        if asked is None:
             continue
-        if task in EXIT_COMMANDS:
-            break
-        if task in commands:
-            await commands[task]()
+        if isinstance(asked, Unknown):
+            prompt.report([unknown_line(asked)], problem=True)
+            continue
+        if isinstance(asked, Run):
+            if asked.name in LEAVE:
+                break
+            if asked.name == "/help":
+                prompt.report(help_lines(listed))
+            else:
+                await commands[asked.name]()
             continue
         stop = StopSignal()
         interrupts.stop = stop
         try:
-            await agent.run_turn(task, stop)
+            await agent.run_turn(asked.text, stop)
         finally:
             interrupts.stop = None
     return 130 if interrupts.ending else 0
@@ -134,7 +154,7 @@ def run_interactive_session(
     greeting = [
         f"treadle {__version__} · {app.model or 'no model'} · {os.path.realpath(app.workspace)}",
         "Type a task and press Enter. Esc stops a turn; /exit or Ctrl-D leaves.",
-        "/diff shows what the last turn changed, /undo takes it back, /redo the undo.",
+        "/diff shows what the last turn changed, /undo takes it back; /help lists all.",
     ]
     return asyncio.run(_session(app, session_dir, session_id, greeting, verbose))
 

@@ -4,9 +4,18 @@ from __future__ import annotations
 
 import signal
 
-from treadle.adapters.fakes import RecordingTerminal, ScriptedResponse
+from tests.conftest import ListTranscript
+from treadle.adapters.demo import demo_model
+from treadle.adapters.fakes import (
+    FakeClock,
+    FakeRunner,
+    RecordingTerminal,
+    ScriptedResponse,
+)
+from treadle.domain.loop.settings import TurnSettings
 from treadle.domain.loop.stop import StopSignal
-from treadle.domain.values.events import TurnStarted
+from treadle.domain.loop.turn import Agent, TurnPorts, core_tools
+from treadle.domain.values.events import TurnEnded, TurnStarted
 from treadle.entrypoints.interactive import SessionInterrupts, run_interactive
 
 
@@ -18,6 +27,7 @@ class TypedTasks(RecordingTerminal):
         self.lines = list(lines)
         self.prompts = 0
         self.stopped = 0
+        self.said: list[tuple[list[str], bool]] = []
 
     async def read_task(self) -> str | None:
         self.prompts += 1
@@ -25,6 +35,9 @@ class TypedTasks(RecordingTerminal):
 
     def stop_prompt(self) -> None:
         self.stopped += 1
+
+    def report(self, lines: list[str], *, problem: bool = False) -> None:
+        self.said.append((lines, problem))
 
 
 async def test_turns_go_on_one_conversation_until_the_person_leaves(rig) -> None:
@@ -50,6 +63,47 @@ async def test_exit_ends_the_session_without_reading_on(rig) -> None:
     built = rig([ScriptedResponse.saying("unused")], terminal=prompt)
     assert await run_interactive(built.agent, prompt) == 0
     assert prompt.lines == ["never run"] and not built.model.requests
+
+
+async def test_help_and_an_unknown_word_are_answered_and_never_reach_the_model(rig) -> None:
+    prompt = TypedTasks("/help", "/nonsense", "/dif", "real task")
+    built = rig([ScriptedResponse.saying("Done.")], terminal=prompt)
+    commands = {"/diff": _never, "/undo": _never}
+    assert await run_interactive(built.agent, prompt, commands=commands) == 0
+    assert [m.text for m in built.model.requests[0].messages] == ["real task"]
+    assert len(built.model.requests) == 1
+    (listing, problem), (nonsense, bad), (typo, _) = prompt.said
+    assert not problem and [line.split()[0] for line in listing[:-1]] == [
+        "/help",
+        "/diff",
+        "/undo",
+        "/exit",
+    ]
+    assert bad and nonsense == ["unknown command /nonsense (/help lists them; nothing was sent)"]
+    assert "did you mean /diff?" in typo[0]
+
+
+async def _never() -> None:
+    raise AssertionError("the command ran")
+
+
+async def test_the_demo_answers_any_number_of_tasks_in_one_session() -> None:
+    from tests.golden.demo_scenario import DEMO_COMMANDS
+
+    clock = FakeClock()
+    prompt_tasks = ["show me", "now fix the bug", "and a third"]
+    prompt = TypedTasks(*prompt_tasks)
+    model = demo_model(clock)
+    ports = TurnPorts(model, clock, FakeRunner(clock, DEMO_COMMANDS), prompt, ListTranscript([]))
+    agent = Agent(ports, TurnSettings(approval="auto"), core_tools())
+    assert await run_interactive(agent, prompt) == 0
+    started = [e.task for e in prompt.events if isinstance(e, TurnStarted)]
+    assert [task for task in started if task in prompt_tasks] == prompt_tasks
+    ended = [e.outcome.screen_line for e in prompt.events if isinstance(e, TurnEnded)]
+    assert ended.count("Turn finished") == 3 and "Turn failed" not in " ".join(ended)
+    answers = [m.text for m in agent.history.messages if m.role == "assistant" and not m.tool_calls]
+    assert "now fix the bug" in answers[-2] and "and a third" in answers[-1]
+    assert all("--model" in answer for answer in answers[-2:])
 
 
 class Time:
