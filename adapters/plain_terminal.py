@@ -45,7 +45,6 @@ from treadle.domain.values.events import (
     WindowFilled,
 )
 from treadle.domain.values.model import ContextWindow
-from treadle.domain.values.outcome import OutcomeKind
 from treadle.domain.values.text import one_line, printable
 from treadle.domain.values.tools import ApprovalAnswer, ApprovalRequest
 
@@ -198,7 +197,7 @@ def describe_event(event: TurnEvent) -> list[str]:
 class PlainTerminal:
     """Plain lines with no escape codes; nobody is there to answer a question.
 
-    ``resume_hint`` is added after ``Turn paused`` (how to resume the session).
+    ``resume_hint`` is added after every outcome but ``Turn finished`` (how to resume).
     ``verbose`` shows the model's reasoning, as it streams, on lines of its own.
     """
 
@@ -232,7 +231,7 @@ class PlainTerminal:
         lines = describe_event(event)
         if not lines:
             return
-        if isinstance(event, TurnEnded) and event.outcome.kind is OutcomeKind.PAUSED:
+        if isinstance(event, TurnEnded) and event.outcome.resumable:
             lines[-1] += self.resume_hint
         if self._mid_line and isinstance(event, ANSWER_NOTES) and not event.agent:
             # The answer goes on where it stopped: the note waits for the answer's end.
@@ -300,7 +299,7 @@ class JsonLinesTerminal(PlainTerminal):
         if isinstance(event, TurnEnded) and not event.agent:
             record["exit_code"] = event.outcome.exit_code
             record["line"] = event.outcome.screen_line
-            if event.outcome.kind is OutcomeKind.PAUSED and self.resume_hint:
+            if event.outcome.resumable and self.resume_hint:
                 record["resume_hint"] = self.resume_hint.strip(" —")
         line = json.dumps(record, ensure_ascii=False)
         line = _JSON_UNESCAPED_CONTROL.sub(lambda m: f"\\u{ord(m.group()):04x}", line)

@@ -350,7 +350,7 @@ class TurnView:
             OutcomeKind.WAITING: s.yellow,
         }.get(outcome.kind, s.red)
         line = s.bold(colour(one_line(outcome.screen_line, 2_000)))
-        if outcome.kind is OutcomeKind.PAUSED and resume_hint:
+        if outcome.resumable and resume_hint:
             line += s.dim(resume_hint)
         return [*unfinished, s.dim(totals), line]
 

@@ -77,6 +77,12 @@ class TurnOutcome:
         return EXIT_CODES[self.kind]
 
     @property
+    def resumable(self) -> bool:
+        """Whether ``--resume`` has something to go on with: every ending but finished
+        (a blocked or failed turn is taken up again once its cause is fixed)."""
+        return self.kind is not OutcomeKind.FINISHED
+
+    @property
     def screen_line(self) -> str:
         """The turn's last line on the screen: always one line, and bounded, with both
         ends of a long detail shown (the end of a command is where a danger hides)."""

@@ -279,6 +279,29 @@ def test_a_paused_turn_names_the_interrupted_tool_and_how_to_resume(rig: Rig) ->
     ]
 
 
+@pytest.mark.parametrize(
+    ("outcome", "line"),
+    [
+        (TurnOutcome(OutcomeKind.BLOCKED, "no API key"), "Turn blocked: no API key"),
+        (TurnOutcome(OutcomeKind.WAITING, "which file?"), "Turn waiting for input: which file?"),
+        (TurnOutcome(OutcomeKind.FAILED, "500", FailureKind("HttpError")), "Turn failed: "),
+    ],
+)
+def test_every_outcome_but_finished_says_how_to_resume(
+    rig: Rig, outcome: TurnOutcome, line: str
+) -> None:
+    rig.start()
+    rig.terminal.show(ended(outcome))
+    assert rig.lines[-1].startswith(line)
+    assert rig.lines[-1].endswith(" — resume with: treadle --resume S1")
+
+
+def test_a_finished_turn_has_no_resume_hint(rig: Rig) -> None:
+    rig.start()
+    rig.terminal.show(ended(TurnOutcome(OutcomeKind.FINISHED)))
+    assert rig.lines[-1] == "Turn finished"
+
+
 def test_no_color_keeps_the_live_rows_but_drops_every_colour(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -291,7 +314,7 @@ def test_no_color_keeps_the_live_rows_but_drops_every_colour(
     written = rig.out.getvalue()
     assert "\x1b[" in written  # the cursor still moves: the live rows are redrawn in place
     assert not any(sgr in written for sgr in ("\x1b[1m", "\x1b[2m", "\x1b[3", "\x1b[m"))
-    assert rig.lines[-1] == "Turn failed: HttpError: 500"
+    assert rig.lines[-1] == "Turn failed: HttpError: 500 — resume with: treadle --resume S1"
 
 
 def test_a_terminal_that_cannot_move_its_cursor_gets_the_log_without_escape_codes(

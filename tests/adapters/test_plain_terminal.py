@@ -5,6 +5,8 @@ from __future__ import annotations
 import io
 import json
 
+import pytest
+
 from treadle.adapters.plain_terminal import JsonLinesTerminal, PlainTerminal
 from treadle.domain.values.conversation import Message, ToolCall, Usage
 from treadle.domain.values.events import (
@@ -59,6 +61,31 @@ def test_json_lines_skip_messages_and_end_with_the_outcome() -> None:
     assert records[-1]["type"] == "turn_ended"
     assert records[-1]["exit_code"] == 130 and records[-1]["line"] == "Turn paused"
     assert records[-1]["resume_hint"] == "resume with: treadle --resume S1"
+
+
+@pytest.mark.parametrize("kind", [k for k in OutcomeKind if k is not OutcomeKind.FINISHED])
+def test_every_outcome_but_finished_carries_the_resume_hint(kind: OutcomeKind) -> None:
+    hint = " — resume with: treadle --resume S1"
+    plain, lines = io.StringIO(), io.StringIO()
+    for terminal in (
+        PlainTerminal(plain, resume_hint=hint),
+        JsonLinesTerminal(lines, resume_hint=hint),
+    ):
+        terminal.show(TurnEnded(TurnOutcome(kind, "why"), Usage(1, 1), 1, 0.1))
+    assert plain.getvalue().splitlines()[-1].endswith(hint)
+    assert json.loads(lines.getvalue().splitlines()[-1])["resume_hint"] == hint.strip(" —")
+
+
+def test_a_finished_turn_carries_no_resume_hint() -> None:
+    hint = " — resume with: treadle --resume S1"
+    plain, lines = io.StringIO(), io.StringIO()
+    for terminal in (
+        PlainTerminal(plain, resume_hint=hint),
+        JsonLinesTerminal(lines, resume_hint=hint),
+    ):
+        terminal.show(TurnEnded(TurnOutcome(OutcomeKind.FINISHED), Usage(1, 1), 1, 0.1))
+    assert plain.getvalue().splitlines()[-1] == "Turn finished"
+    assert "resume_hint" not in json.loads(lines.getvalue().splitlines()[-1])
 
 
 def test_json_lines_escape_every_control_character() -> None:
