@@ -20,6 +20,9 @@ class ToolContext:
     ``until_stopped()`` returns when the turn is stopped (Esc, a caller, a deadline). A
     tool needs it only to wind down on its own terms; the loop cancels any other tool
     at the stop. ``agent`` is the name of the agent making the call (``""``: the main one).
+    ``on_person(True)`` says the calling agent now waits for the person (a question, an
+    approval), ``on_person(False)`` that the wait ended: a sub-agent's clocks stop
+    meanwhile.
     """
 
     workspace: str
@@ -31,6 +34,7 @@ class ToolContext:
     ask_question: Callable[[str], Awaitable[str | None]]
     until_stopped: Callable[[], Awaitable[None]]
     agent: str = ""
+    on_person: Callable[[bool], None] = lambda waiting: None
 
 
 class Tool(Protocol):

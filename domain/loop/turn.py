@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from treadle.domain.loop.builtin_tools import AskTool, BashTool, UpdatePlanTool
@@ -129,6 +129,7 @@ class Agent:
                 started=subagents_started,
             )
         self._allowed = set(self.settings.allowed_prefixes)
+        self.person_listener: Callable[[bool], None] | None = None
         self.responder = Responder(
             ports.model,
             ports.clock,
@@ -378,7 +379,11 @@ class Agent:
             if isinstance(tool, PreviewsChanges):  # the person sees what they say yes to
                 diff = await tool.preview(arguments, self._context(stop))
             request = ApprovalRequest(call.name, summary, decision.prefix, self.name, diff)
-            reply = await self.ports.terminal.ask_approval(request)
+            self.waiting_on_person(True)
+            try:
+                reply = await self.ports.terminal.ask_approval(request)
+            finally:
+                self.waiting_on_person(False)
             if reply is None:
                 needed = f"approval needed to run {call.name}: {summary}"
                 self.emit(ToolStarted(call, summary, self.name))
@@ -437,10 +442,24 @@ class Agent:
             clock=self.ports.clock,
             limits=self._limits(),
             emit=self.emit,
-            ask_question=self.ports.terminal.ask_question,
+            ask_question=self._ask_question,
             until_stopped=stop.wait,
             agent=self.name,
+            on_person=self.waiting_on_person,
         )
+
+    async def _ask_question(self, question: str) -> str | None:
+        self.waiting_on_person(True)
+        try:
+            return await self.ports.terminal.ask_question(question)
+        finally:
+            self.waiting_on_person(False)
+
+    def waiting_on_person(self, waiting: bool) -> None:
+        """This agent, or one of its sub-agents, starts or stops waiting for the person:
+        whoever watches it (``person_listener``) stops or restarts its clocks."""
+        if self.person_listener is not None:
+            self.person_listener(waiting)
 
 
 RESULT_SLACK = 2_000

@@ -19,6 +19,8 @@ from treadle.domain.rules.watching import (
     AskForReport,
     CallerStopped,
     Finish,
+    PersonAnswered,
+    PersonAsked,
     ReportEnded,
     ReportProgress,
     StopReport,
@@ -55,6 +57,8 @@ class SubAgent(Protocol):
     @property
     def doing(self) -> str: ...
 
+    person_listener: Callable[[bool], None] | None
+
     async def run_turn(self, task: str, stop: StopSignal) -> TurnOutcome: ...
 
     async def answer_without_tools(self, task: str, stop: StopSignal) -> Answer | TurnEnding: ...
@@ -88,6 +92,16 @@ class SubAgentWatcher:
         self._report: asyncio.Future[Answer | TurnEnding] | None = None
         self._caller: asyncio.Future[None] | None = None
         self._report_text = ""
+        self._person: list[bool] = []
+        self._person_changed = asyncio.Event()
+        child.person_listener = self._waiting_on_person
+
+    def _waiting_on_person(self, waiting: bool) -> None:
+        """The sub-agent waits for the person, or stops waiting: its watch hears it, and
+        so does whoever watches its caller (the person is waited on all the way up)."""
+        self._person.append(waiting)
+        self._person_changed.set()
+        self.context.on_person(waiting)
 
     async def run(self) -> ToolOutcome:
         child, context = self.child, self.context
@@ -112,7 +126,7 @@ class SubAgentWatcher:
                                     child.doing,
                                     child.requests,
                                     child.usage,
-                                    self.clock.now() - self.started,
+                                    self.watch.worked(self.clock.now(), self.started),
                                     context.agent,
                                 )
                             )
@@ -137,14 +151,16 @@ class SubAgentWatcher:
                     ending,
                     child.requests,
                     child.usage,
-                    self.clock.now() - self.started,
+                    self.watch.worked(self.clock.now(), self.started),
                     context.agent,
                 )
             )
 
     async def _next_event(self) -> WatchEvent:
-        """Wait for whatever comes first: the work's end, the report's, the caller's stop,
-        or the next time the watch wakes."""
+        """Wait for whatever comes first: the person asked or answered, the work's end,
+        the report's, the caller's stop, or the next time the watch wakes."""
+        if self._person:
+            return self._person_event()
         pending: set[asyncio.Future[Any]] = {
             future for future in (self._work, self._report, self._caller) if future is not None
         }
@@ -153,12 +169,24 @@ class SubAgentWatcher:
         if wakes_at != float("inf"):
             timer = asyncio.ensure_future(self.clock.sleep(max(0.0, wakes_at - self.clock.now())))
             pending.add(timer)
+        person = asyncio.ensure_future(self._person_changed.wait())
+        pending.add(person)
         try:
             await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
         finally:
-            if timer is not None and not timer.done():
-                timer.cancel()
+            for future in (timer, person):
+                if future is not None and not future.done():
+                    future.cancel()
+        if self._person:
+            return self._person_event()
         return self._event_of_what_ended()
+
+    def _person_event(self) -> WatchEvent:
+        waiting = self._person.pop(0)
+        if not self._person:
+            self._person_changed.clear()
+        now = self.clock.now()
+        return PersonAsked(now) if waiting else PersonAnswered(now)
 
     def _event_of_what_ended(self) -> WatchEvent:
         now = self.clock.now()

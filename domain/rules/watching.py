@@ -5,6 +5,10 @@ reported, and at its ``deadline`` its work is stopped and it is asked for a fina
 report, which it gets ``grace`` seconds to write. Its caller's stop ends it at once,
 with a report made from the record, since nobody waits for the model any more.
 
+While it waits for the person (a question, an approval) both clocks stand still: the
+deadline does not pass, no progress is reported, and the time waited is not charged
+to it — its deadline and its next check move on by that time once the answer comes.
+
 :func:`step` takes the state and one event and gives the next state and what to do;
 the loop only drives it. Example::
 
@@ -47,11 +51,23 @@ class Watch:
     report_until: float = math.inf
     deadline_hit: bool = False
     caller_stopped: bool = False
+    asking: int = 0
+    """Questions and approvals of the sub-agent now waiting for the person."""
+    asked_at: float = 0.0
+    waited: float = 0.0
+    """Seconds spent waiting for the person before the wait now open, if any."""
+
+    def worked(self, now: float, started: float) -> float:
+        """The sub-agent's own time since ``started``: the person's answers left out."""
+        waiting = now - self.asked_at if self.asking else 0.0
+        return now - started - self.waited - waiting
 
     @property
     def wakes_at(self) -> float:
         """The next time a :class:`Tick` would change something."""
         match self.phase:
+            case Phase.WORKING if self.asking:
+                return math.inf
             case Phase.WORKING:
                 return min(self.next_check, self.deadline_at)
             case Phase.REPORTING:
@@ -103,7 +119,21 @@ class CallerStopped:
     """The caller was stopped: Esc, or its own deadline."""
 
 
-WatchEvent = Tick | WorkEnded | ReportEnded | CallerStopped
+@dataclass(frozen=True, slots=True)
+class PersonAsked:
+    """The sub-agent (or one of its own) asked the person something, at ``now``."""
+
+    now: float
+
+
+@dataclass(frozen=True, slots=True)
+class PersonAnswered:
+    """The person answered (or the question was withdrawn), at ``now``."""
+
+    now: float
+
+
+WatchEvent = Tick | WorkEnded | ReportEnded | CallerStopped | PersonAsked | PersonAnswered
 
 
 # Actions -----------------------------------------------------------------------------
@@ -149,6 +179,13 @@ WatchAction = ReportProgress | StopWork | AskForReport | StopReport | Finish
 def step(watch: Watch, event: WatchEvent) -> tuple[Watch, tuple[WatchAction, ...]]:
     """The next state of ``watch`` after ``event``, and what to do about it."""
     match watch.phase, event:
+        case _, PersonAsked(now=now):
+            opened = watch.asked_at if watch.asking else now
+            return replace(watch, asking=watch.asking + 1, asked_at=opened), ()
+        case _, PersonAnswered(now=now) if watch.asking:
+            return _answered(watch, now), ()
+        case Phase.WORKING, Tick() if watch.asking:
+            return watch, ()
         case Phase.WORKING, Tick(now=now):
             if now >= watch.deadline_at:
                 return replace(watch, phase=Phase.STOPPING, deadline_hit=True), (StopWork(),)
@@ -188,6 +225,21 @@ def _work_ended(
         case OutcomeKind.PAUSED:
             ending: Ending = "deadline" if watch.deadline_hit else "stopped"
             return _done(watch, Finish(ending, "record", outcome))
+
+
+def _answered(watch: Watch, now: float) -> Watch:
+    """One wait less; once none is open, the clocks move on by the time waited."""
+    if watch.asking > 1:
+        return replace(watch, asking=watch.asking - 1)
+    waited = max(0.0, now - watch.asked_at)
+    return replace(
+        watch,
+        asking=0,
+        waited=watch.waited + waited,
+        deadline_at=watch.deadline_at + waited,
+        next_check=watch.next_check + waited,
+        report_until=watch.report_until + waited,
+    )
 
 
 def _done(watch: Watch, finish: Finish) -> tuple[Watch, tuple[WatchAction, ...]]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 
-from treadle.adapters.fakes import FakeProcess, RecordingTerminal
+from treadle.adapters.fakes import FakeClock, FakeProcess, RecordingTerminal
 from treadle.adapters.fakes import ScriptedResponse as R
 from treadle.domain.loop.prompt import REPORT_REQUEST
 from treadle.domain.rules.history import is_sendable
@@ -254,3 +254,65 @@ async def test_with_no_depth_allowed_the_agent_tool_is_not_offered(rig):
     r = rig([R.saying("ok")], settings=TurnSettings(subagent_depth=0))
     await r.agent.run_turn("x")
     assert "agent" not in {tool.name for tool in r.model.requests[0].tools}
+
+
+class SlowPerson(RecordingTerminal):
+    """A person who takes ``seconds`` on the clock to answer each question or approval."""
+
+    def __init__(self, seconds: float, answer: str) -> None:
+        super().__init__(approvals=["yes"])
+        self.seconds, self.answer = seconds, answer
+        self.clock: FakeClock = FakeClock()  # the rig's, once it is built
+
+    async def ask_question(self, question: str) -> str | None:
+        self.questions.append(question)
+        await self.clock.sleep(self.seconds)
+        return self.answer
+
+    async def ask_approval(self, request):
+        self.approval_requests.append(request)
+        await self.clock.sleep(self.seconds)
+        return "yes"
+
+
+async def test_a_sub_agent_waiting_on_the_person_is_not_stopped_by_its_deadline(rig):
+    script = {
+        "*": [R((), (spawn("ask first", check_interval=1, deadline=3),)), R.saying("ok")],
+        "ask first": [
+            R.calling("ask", question="Which file?"),
+            R.calling("bash", command="make"),
+            R.saying("Done with a.py."),
+        ],
+    }
+    person = SlowPerson(10.0, "a.py")
+    r = rig(script, {"make": FakeProcess("ok", duration=1.5)}, terminal=person)
+    person.clock = r.clock
+    outcome = await r.agent.run_turn("x")
+    assert outcome.kind is OutcomeKind.FINISHED
+    assert person.questions == ["Which file?"]
+    (finished,) = r.terminal.of_type(SubAgentFinished)
+    assert finished.ending == "finished"
+    assert finished.elapsed == 1.5  # the ten seconds of the question are not its own
+    assert [p.elapsed for p in r.terminal.of_type(SubAgentProgress)] == [1.0]
+    result = r.model.requests[-1].messages[-1]
+    assert result.text == "Done with a.py."
+
+
+async def test_the_deadline_still_comes_once_the_answer_is_in(rig):
+    script = {
+        "*": [R((), (spawn("ask first", check_interval=10, deadline=3),)), R.saying("ok")],
+        "ask first": [
+            R.calling("ask", question="Which file?"),
+            R.calling("bash", command="sleep 30"),
+            R.saying("unused"),
+        ],
+    }
+    person = SlowPerson(10.0, "a.py")
+    r = rig(script, {"sleep 30": FakeProcess("", duration=30)}, terminal=person)
+    person.clock = r.clock
+    started = r.clock.now()
+    await r.agent.run_turn("x")
+    (finished,) = r.terminal.of_type(SubAgentFinished)
+    assert finished.ending == "deadline"
+    assert finished.elapsed >= 3.0
+    assert r.clock.now() - started >= 13.0  # three seconds of its own after ten of waiting

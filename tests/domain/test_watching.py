@@ -10,6 +10,8 @@ from treadle.domain.rules.watching import (
     AskForReport,
     CallerStopped,
     Finish,
+    PersonAnswered,
+    PersonAsked,
     Phase,
     ReportEnded,
     ReportProgress,
@@ -163,3 +165,34 @@ def test_a_stopped_sub_agent_is_not_asked_for_a_report_twice():
     assert watch.phase is Phase.STOPPING
     assert step(watch, Tick(20.0)) == (watch, ())
     assert OutcomeKind.PAUSED is PAUSED.kind
+
+
+def test_while_the_person_is_asked_neither_clock_runs() -> None:
+    watch, _ = step(watching(), PersonAsked(1.0))
+    assert watch.wakes_at == math.inf
+    watch, actions = step(watch, Tick(30.0))
+    assert actions == () and watch.phase is Phase.WORKING
+    assert watch.worked(30.0, started=0.0) == 1.0
+
+
+def test_the_answer_moves_both_clocks_on_by_the_time_waited() -> None:
+    watch, _ = step(watching(), PersonAsked(1.0))
+    watch, _ = step(watch, PersonAnswered(31.0))
+    assert (watch.next_check, watch.deadline_at, watch.wakes_at) == (32.0, 40.0, 32.0)
+    assert watch.worked(35.0, started=0.0) == 5.0
+    watch, actions = step(watch, Tick(40.0))
+    assert actions == (StopWork(),)
+
+
+def test_overlapping_waits_count_once_from_the_first_ask_to_the_last_answer() -> None:
+    watch, _ = step(watching(), PersonAsked(1.0))
+    watch, _ = step(watch, PersonAsked(2.0))
+    watch, _ = step(watch, PersonAnswered(5.0))
+    assert watch.wakes_at == math.inf
+    watch, _ = step(watch, PersonAnswered(11.0))
+    assert watch.deadline_at == 20.0 and watch.waited == 10.0
+
+
+def test_an_answer_with_no_question_open_changes_nothing() -> None:
+    watch = watching()
+    assert step(watch, PersonAnswered(3.0)) == (watch, ())
