@@ -1,5 +1,6 @@
-# The two commands: `make run` (a whole turn on the built-in demo model) and `make test`.
-# Both create or reuse .venv and install what they need.
+# The two commands: `make run` (a whole turn on the built-in demo model) and `make test`
+# (everything, as CI runs it); `make check` is the everyday one (no test marked slow).
+# All create or reuse .venv and install what they need.
 
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV ?= .venv
@@ -12,8 +13,12 @@ VIEW := build/view/treadle
 # without one treadle starts commands through its Python helper, slower, as safe.
 CC ?= cc
 SPAWNER := adapters/sandbox/treadle-spawn
+# The tests run in WORKERS processes (pytest-xdist). --dist loadgroup keeps each
+# xdist_group on one worker: the Ray tests share the one private instance it starts.
+WORKERS ?= 2
+XDIST := -n $(WORKERS) --dist loadgroup
 
-.PHONY: run test lint types contract unit bench clean spawner
+.PHONY: run test check lint types contract fast unit bench clean spawner
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -49,9 +54,14 @@ types: $(STAMP) $(VIEW)/.made
 contract: $(STAMP) $(VIEW)/.made
 	cd build/view && $(abspath $(VENV))/bin/lint-imports --config ../../pyproject.toml
 
+fast: $(STAMP) spawner
+	$(PY) -m pytest $(XDIST) -m 'not slow'
+
 unit: $(STAMP) spawner
-	$(PY) -m pytest --cov --cov-report=term --cov-fail-under=85
+	$(PY) -m pytest $(XDIST) --cov --cov-report=term --cov-fail-under=85
 	$(PY) -m coverage report --include='*/domain/*' --fail-under=90
+
+check: lint types contract fast
 
 test: lint types contract unit
 
