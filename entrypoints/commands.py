@@ -55,6 +55,8 @@ REPLAY_STOP = "the recording ends here"
 _TIMING = re.compile(r"\b\d+(?:\.\d+)? s\b")
 # Where a re-run command's full output was saved: a new name in the replay's own folder.
 _SAVED_OUTPUT = re.compile(r"\S*\boutput-\d{8}-\d{6}-[0-9a-f]{8}\.log")
+# The path a result gives for it, whole or cut short by the window's truncation.
+_SAVED_OUTPUT_AT = re.compile(r"(?<=The full output is in )\S+")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -278,6 +280,7 @@ async def replay(args: argparse.Namespace, out: TextIO) -> int:
         message = redactor.redact_value(message)
         if message.role == "tool" and not args.recorded_tools:  # real commands take their time
             text = _SAVED_OUTPUT.sub("OUTPUT.log", _TIMING.sub("N s", message.text))
+            text = _SAVED_OUTPUT_AT.sub("OUTPUT.log", text)
             message = replace(message, text=text)
         return message
 

@@ -90,8 +90,12 @@ def test_a_compacted_session_of_cut_outputs_replays_with_real_tools_and_no_diver
     # Saved outputs are named by paths in the replay's own folder; were its path of
     # another length, each result would take other room in the window, and the pruning,
     # the compaction and every output budget after them would differ from the recording.
+    # The session's folder is deep: its path in a result is cut by the window's own
+    # truncation, and a cut path is a saved output's path still (a pytest-xdist worker's
+    # temporary folder is this deep).
+    tmp_path = tmp_path / ("deep" * 12)
     work = tmp_path / "work"
-    work.mkdir()
+    work.mkdir(parents=True)
     big = {"command": "python3 -c \"print('x ' * 40000)\""}
     calls = [
         {
