@@ -182,8 +182,10 @@ async def _session(
             print(refusal(error, session_id), file=sys.stderr)
             return USAGE_ERROR
         collect_from_now_on()
-        terminal.note(greeting)
+        # Keys first, then the greeting that invites them: a key typed the moment it shows
+        # (a Ctrl-C right behind an Enter) is read by treadle, not taken by the terminal.
         terminal.open_session()
+        terminal.note(greeting)
         commands = change_commands(app, terminal)
         return await run_interactive(agent, terminal, interrupts, commands)
     finally:

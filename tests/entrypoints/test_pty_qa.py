@@ -7,13 +7,14 @@ import json
 import os
 import subprocess
 import sys
+import termios
 from pathlib import Path
 
 import pexpect
 import pytest
 
 from tests.entrypoints.test_pty_terminal import environment, spawn, treadle_args
-from tests.processes import write_script
+from tests.processes import until, write_script
 
 pytestmark = pytest.mark.slow
 
@@ -137,6 +138,27 @@ def test_an_enter_with_esc_or_ctrl_c_right_behind_it_still_submits(
     transcript = next((tmp_path / "state" / "sessions").glob("*/transcript.jsonl"))
     records = [json.loads(line) for line in transcript.read_text().splitlines()]
     assert [r["task"] for r in records if r["type"] == "turn_started"] == ["first task"]
+
+
+def test_the_keys_are_treadles_before_the_greeting_invites_them(tmp_path: Path) -> None:
+    # Were the greeting shown while the terminal was still in its own mode, a Ctrl-C typed
+    # at once would be the kernel's SIGINT and end the session (the race behind the
+    # test above failing under load). The terminal's output is held (XOFF) before treadle
+    # writes anything: it stops at its first write, and by then it must read the keys
+    # itself (no line mode, no echo).
+    script = write_script(tmp_path, {"text": "One."})
+    child = spawn(tmp_path, sys.executable, treadle_args(script))
+    child.send("\x13")  # Ctrl-S: the terminal holds what the program writes
+
+    def own_keys() -> bool:
+        return not termios.tcgetattr(child.child_fd)[3] & (termios.ICANON | termios.ECHO)
+
+    read_before_writing = until(own_keys, 20)  # treadle's start-up takes its time
+    child.send("\x11")  # Ctrl-Q: let it write again
+    assert read_before_writing, "the terminal was in line mode when treadle first wrote"
+    child.expect("Type a task")
+    child.send("/exit\r")
+    child.expect(pexpect.EOF)
 
 
 def test_ctrl_o_while_the_model_is_thinking_shows_its_reasoning_so_far_and_then_the_rest(
