@@ -114,6 +114,18 @@ def carrying(name: str, value: str) -> set[int]:
     return found
 
 
+def turn_process(state: Path, session: str) -> int | None:
+    """The treadle process of the turn of ``session``, while it runs."""
+    for pid in carrying("TREADLE_STATE_DIR", str(state)):
+        try:
+            command = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except OSError:
+            continue
+        if session.encode() in command and b"treadle" in command:
+            return pid
+    return None
+
+
 def nothing_left(state: Path, seconds: float = 10.0) -> bool:
     """Whether, within ``seconds``, no process of the batch with this state folder runs."""
     return until(lambda: not carrying("TREADLE_STATE_DIR", str(state)), seconds)

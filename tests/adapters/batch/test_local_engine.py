@@ -1,5 +1,5 @@
-"""The local engine for real: treadle processes on this machine, against the test model
-server, paused, killed, and leaving nothing running."""
+"""The local engine for real: treadle processes on this machine, killed, stubborn, started
+ahead, and leaving nothing running. What every engine does is in test_engine_contract."""
 
 from __future__ import annotations
 
@@ -14,12 +14,9 @@ import pytest
 from returns.result import Success
 
 from tests.batch_support import (
-    ANSWER_TOKENS,
     by_id,
     carrying,
-    last_event,
     long_turn_script,
-    model_server,
     quick_turn_script,
     rows,
     run_batch,
@@ -38,45 +35,6 @@ pytestmark = [
     pytest.mark.slow,
     pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs /proc"),
 ]
-
-
-async def test_twenty_turns_against_the_model_server_on_two_local_workers(place, tmp_path):
-    out = tmp_path / "results.jsonl"
-    with model_server(replies=20) as url:
-        orders = [
-            place.order(f"t{n:02d}", model="openai:test-model", base_url=url) for n in range(20)
-        ]
-        assert await run_batch(LocalEngine(SystemClock(), workers=2), orders, out) == Success(0)
-    got = rows(out)
-    assert [row["outcome"] for row in got] == ["finished"] * 20
-    assert {row["worker"] for row in got} == {"local:1", "local:2"}
-    assert all(row["requests"] == 1 and row["exit_code"] == 0 for row in got)
-    assert all(row["tokens"] == ANSWER_TOKENS for row in got), got[0]
-    assert all(transcript_kept(row) for row in got)
-
-
-async def test_a_stop_pauses_the_running_turns_and_the_queued_ones_are_not_started(place, tmp_path):
-    out = tmp_path / "results.jsonl"
-    script = long_turn_script(place.root)
-    orders = [place.order(f"L{n}", model=f"script:{script}") for n in range(4)]
-
-    async def stop_once_both_run(run: BatchRun) -> None:
-        await wait_for(lambda: len(setsid_pids(place.root)) == 2)
-        run.stop()
-
-    engine = LocalEngine(SystemClock(), workers=2)
-    assert await run_batch(engine, orders, out, during=stop_once_both_run) == Success(130)
-    got = by_id(out)
-    assert {name: row["outcome"] for name, row in got.items()} == {
-        "L0": "paused",
-        "L1": "paused",
-        "L2": "not started",
-        "L3": "not started",
-    }
-    for name in ("L0", "L1"):
-        assert got[name]["exit_code"] == 130 and got[name]["detail"] == "Turn paused"
-        assert last_event(got[name]) == ("turn_ended", "paused")
-    assert not any(is_running(pid) for pid in setsid_pids(place.root))
 
 
 async def test_a_turn_killed_mid_turn_is_lost_and_the_others_go_on(place, tmp_path):

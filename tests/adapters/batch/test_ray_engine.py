@@ -1,5 +1,6 @@
-"""The Ray engine for real, on the session's private Ray instance on 127.0.0.1: turns
-as Ray tasks against the test model server, a worker killed mid-turn, a stop."""
+"""The Ray engine for real, on the session's private Ray instance on 127.0.0.1: a worker
+killed mid-turn, a forced cancel, a cluster it cannot reach. What every engine does is
+in test_engine_contract."""
 
 from __future__ import annotations
 
@@ -14,16 +15,13 @@ import pytest
 from returns.result import Failure, Success
 
 from tests.batch_support import (
-    ANSWER_TOKENS,
     by_id,
-    carrying,
     long_turn_script,
-    model_server,
     nothing_left,
     quick_turn_script,
-    rows,
     run_batch,
     setsid_pids,
+    turn_process,
     wait_for,
 )
 from tests.processes import is_running
@@ -38,6 +36,8 @@ from treadle.adapters.system_clock import SystemClock
 
 pytestmark = [
     pytest.mark.slow,
+    # The Ray tests share the one private instance: on one pytest-xdist worker.
+    pytest.mark.xdist_group("ray"),
     pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs /proc"),
 ]
 
@@ -45,39 +45,6 @@ pytestmark = [
 def engine_on(instance: object) -> RayEngine:
     assert isinstance(instance, LocalRayInstance)
     return RayEngine(SystemClock(), workers=2, instance=instance)
-
-
-async def test_twenty_turns_against_the_model_server_on_two_ray_workers(
-    ray_instance, place, tmp_path
-):
-    out = tmp_path / "results.jsonl"
-    with model_server(replies=20) as url:
-        orders = [
-            place.order(f"t{n:02d}", model="openai:test-model", base_url=url) for n in range(20)
-        ]
-        assert await run_batch(engine_on(ray_instance), orders, out) == Success(0)
-    got = rows(out)
-    assert [row["outcome"] for row in got] == ["finished"] * 20
-    assert all(str(row["worker"]).startswith("127.0.0.1:") for row in got)
-    assert len({row["worker"] for row in got}) >= 2
-    assert all(row["tokens"] == ANSWER_TOKENS for row in got)
-
-
-def turn_process(state: Path, session: str) -> int | None:
-    for pid in carrying("TREADLE_STATE_DIR", str(state)):
-        try:
-            command = Path(f"/proc/{pid}/cmdline").read_bytes()
-        except OSError:
-            continue
-        if session.encode() in command and b"treadle" in command:
-            return pid
-    return None
-
-
-def sigint_blocked(pid: int) -> bool:
-    status = Path(f"/proc/{pid}/status").read_text()
-    mask = next(line.split()[1] for line in status.splitlines() if line.startswith("SigBlk:"))
-    return bool(int(mask, 16) & (1 << (signal.SIGINT - 1)))
 
 
 def parent_of(pid: int) -> int:
@@ -113,37 +80,6 @@ async def test_a_ray_worker_killed_mid_turn_is_reported_lost_and_the_others_go_o
     # Its turn, and the grandchild that left the turn's group, went with the worker.
     assert nothing_left(place.state)
     assert not any(is_running(pid) for pid in setsid_pids(place.root))
-
-
-async def test_a_stop_pauses_running_ray_turns_and_the_queued_ones_are_not_started(
-    ray_instance, place, tmp_path
-):
-    out = tmp_path / "results.jsonl"
-    script = long_turn_script(place.root)
-    orders = [place.order(f"L{n}", model=f"script:{script}") for n in range(4)]
-
-    blocked: list[bool] = []
-
-    async def stop_once_both_run(run) -> None:
-        await wait_for(lambda: len(setsid_pids(place.root)) == 2)
-        turn = turn_process(place.state, "batch-L0")
-        assert turn is not None
-        blocked.append(sigint_blocked(turn))
-        run.stop()
-
-    engine = engine_on(ray_instance)
-    assert await run_batch(engine, orders, out, during=stop_once_both_run) == Success(130)
-    # Ray's workers run with SIGINT blocked, and a child inherits the mask: the engine
-    # unblocks it for the turn, which must hear the SIGINT that pauses it.
-    assert blocked == [False]
-    got = by_id(out)
-    assert {name: row["outcome"] for name, row in got.items()} == {
-        "L0": "paused",
-        "L1": "paused",
-        "L2": "not started",
-        "L3": "not started",
-    }
-    assert got["L0"]["exit_code"] == 130 and got["L0"]["detail"] == "Turn paused"
 
 
 async def test_a_force_cancelled_ray_task_leaves_nothing_of_its_turn_running(
