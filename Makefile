@@ -6,9 +6,13 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
-# Static tools cannot follow setuptools' editable import hook: mypy and import-linter
-# read the package through this view, the four folders linked where the wheel puts them.
-VIEW := build/view/treadle
+# Static tools cannot follow the package-dir mapping nor the editable install's import
+# hook: mypy and import-linter read an installed copy of the package, made by pip from
+# the same build as the wheel (so what the wheel leaves out is missing there too), and
+# made again when a source file, a folder or pyproject.toml changes.
+SITE := build/site
+PACKAGE := treadle domain ports adapters entrypoints
+SOURCES := $(shell find $(PACKAGE) -name __pycache__ -prune -o \( -type d -o -name '*.py' -o -name py.typed \) -print)
 # The native spawner (adapters/sandbox/spawn.c): built at install where a C compiler is;
 # without one treadle starts commands through its Python helper, slower, as safe.
 CC ?= cc
@@ -35,10 +39,10 @@ $(SPAWNER): adapters/sandbox/spawn.c
 	  || $(CC) -O2 -Wall -Wextra -o $@.tmp $<; } && mv $@.tmp $@ \
 	  || { rm -f $@.tmp; echo "note: $@ not built; commands start through the Python helper"; }
 
-$(VIEW)/.made: Makefile
-	rm -rf $(VIEW) && mkdir -p $(VIEW)
-	for name in __init__.py __main__.py py.typed; do ln -s ../../../treadle/$$name $(VIEW)/$$name; done
-	for name in domain ports adapters entrypoints; do ln -s ../../../$$name $(VIEW)/$$name; done
+# setuptools builds in build/lib and never removes a file from it: a fresh one each time.
+$(SITE)/.made: $(STAMP) $(SOURCES)
+	rm -rf $(SITE) build/lib build/bdist.*
+	$(PY) -m pip install --quiet --no-deps --no-build-isolation --no-compile --target $(SITE) .
 	touch $@
 
 run: $(STAMP) spawner
@@ -48,11 +52,14 @@ lint: $(STAMP)
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
 
-types: $(STAMP) $(VIEW)/.made
-	$(PY) -m mypy
+# mypy names the copy's files; each line names the source file instead.
+types: $(STAMP) $(SITE)/.made
+	$(PY) -m mypy > build/mypy.out; status=$$?; \
+	  sed -E 's#^build/site/treadle/(domain|ports|adapters|entrypoints)/#\1/#; s#^build/site/##' build/mypy.out; \
+	  exit $$status
 
-contract: $(STAMP) $(VIEW)/.made
-	cd build/view && $(abspath $(VENV))/bin/lint-imports --config ../../pyproject.toml
+contract: $(STAMP) $(SITE)/.made
+	cd $(SITE) && $(abspath $(VENV))/bin/lint-imports --config ../../pyproject.toml
 
 fast: $(STAMP) spawner
 	$(PY) -m pytest $(XDIST) -m 'not slow'
