@@ -205,6 +205,7 @@ def test_turns_given_to_a_dead_ray_instance_are_not_started_and_a_rerun_runs_the
         assert got[name]["outcome"] == "not started", err
         assert got[name]["session"] == "" and "before the turn began" in str(got[name]["detail"])
     assert len(list(sessions.iterdir())) == 1  # only t0's session ever was
+    quick_turn_script(tmp_path)  # the same script, answering at once now
     again = subprocess.run(command, cwd=tmp_path, env=home, capture_output=True, text=True)
     assert again.returncode == 0, again.stderr
     latest = {row["id"]: row for row in rows(tmp_path / "tasks.results.jsonl")}

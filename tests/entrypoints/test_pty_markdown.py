@@ -120,6 +120,10 @@ def read_until(
             stream.feed(child.read_nonblocking(65536, timeout=0.05))
 
 
+# The command runs until the test has resized the terminal: the status line says so.
+WAIT_FOR_GO = "while [ ! -e go ]; do sleep 0.01; done"
+
+
 @pytest.mark.parametrize("approval", ["auto", "ask"])
 def test_after_resizes_the_screen_holds_one_status_line_and_no_fragments(
     tmp_path: Path, approval: str
@@ -128,7 +132,7 @@ def test_after_resizes_the_screen_holds_one_status_line_and_no_fragments(
         tmp_path,
         {
             "text": ["I will wait for the check to finish, which takes a little while.\n"],
-            "tool_calls": [{"name": "bash", "arguments": {"command": "sleep 5"}}],
+            "tool_calls": [{"name": "bash", "arguments": {"command": WAIT_FOR_GO}}],
             "usage": {"input_tokens": 1825, "output_tokens": 68},
         },
         {"text": "It finished."},
@@ -170,6 +174,7 @@ def test_after_resizes_the_screen_holds_one_status_line_and_no_fragments(
         # Nothing but the rows of this width: no piece of a status line drawn before.
         assert not [row for row in shown if "tokens" in row and "Esc to stop" not in row], shown
         assert all(len(row) <= width for row in shown)
+    (tmp_path / "go").touch()  # the command may end now: the resizes are seen
     if approval == "ask":
         child.send("y")
     child.expect(pexpect.EOF, timeout=30)
