@@ -167,7 +167,7 @@ def test_a_running_commands_last_lines_show_under_it_and_update_in_place(rig: Ri
     rig.terminal.show(ToolStarted(BASH, "make"))
     rig.terminal.show(ToolOutput(BASH.id, ("compiling a.c",)))
     rig.time.now += 0.2
-    rig.terminal.show(ToolOutput(BASH.id, tuple(f"step {n}" for n in range(3, 8)) + ("x" * 300,)))
+    rig.terminal.show(ToolOutput(BASH.id, (*(f"step {n}" for n in range(3, 8)), "x" * 300)))
     rig.terminal._draw(rig.time.now)
     rig.terminal.screen.flush()
     lines = rig.lines
