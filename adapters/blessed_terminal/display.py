@@ -340,7 +340,11 @@ class TurnView:
         name = one_line(event.call.name, 64)
         # A failure says so in its colour: a non-zero exit, a signal, a deadline, a stop.
         shown_status = s.dim("· ") + s.red(status) if event.is_error else s.dim("· " + status)
-        line = f"{mark} {s.bold(name)} {one_line(summary, 200)} {shown_status}"
+        summary = one_line(summary, 200)
+        if self.width:  # the command gives way, so that how it ended stays on its row
+            room = self.width - 1 - cell_width(f"✓ {name}  · {status}")
+            summary = fit(summary, max(10, room))
+        line = f"{mark} {s.bold(name)} {summary} {shown_status}"
         output = self.output_lines(event.preview)
         if event.diff in self.approved_diffs:  # it is on the screen, with the question
             self.approved_diffs.discard(event.diff)
