@@ -19,6 +19,7 @@ import sys
 import tempfile
 import termios
 from pathlib import Path
+from typing import TextIO
 
 from returns.result import Success
 
@@ -63,8 +64,27 @@ async def _unobserved(command: str, folder: str) -> None:
     assert isinstance(outcome, Success), outcome
 
 
-async def _shown_live(command: str, folder: str) -> int:
-    """The command through the bash tool, shown live; how many live updates it made."""
+def _shown_live(command: str, folder: str) -> int:
+    """The command through the bash tool, shown live into a pseudo-terminal; how many
+    live updates it made."""
+    leader, follower = _pty()
+    reader = subprocess.Popen(
+        ["cat"], stdin=leader, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    out = open(follower, "w", encoding="utf-8", closefd=False)  # noqa: SIM115
+    try:
+        updates = asyncio.run(_through_the_tool(command, folder, out))
+        out.flush()
+        termios.tcdrain(follower)
+    finally:
+        out.close()
+        os.close(follower)
+        reader.wait(timeout=10)
+        os.close(leader)
+    return updates
+
+
+async def _through_the_tool(command: str, folder: str, out: TextIO) -> int:
     from blessed import Terminal
 
     from treadle.adapters.blessed_terminal import BlessedTerminal
@@ -76,49 +96,39 @@ async def _shown_live(command: str, folder: str) -> int:
     from treadle.domain.values.tools import ToolLimits, ToolResult
     from treadle.ports.tools import ToolContext
 
-    leader, follower = _pty()
-    reader = subprocess.Popen(
-        ["cat"], stdin=leader, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-    )
-    out = open(follower, "w", encoding="utf-8", closefd=False)  # noqa: SIM115
     updates = 0
-    try:
-        term = Terminal(kind="xterm-256color", stream=out, force_styling=True)
-        terminal = BlessedTerminal(term, input_fd=None, live=True)
-        terminal.bind_interrupt(lambda: None)  # the turn's live block, ticking
-        terminal.show(TurnStarted("build"))
-        call = ToolCall("build", "bash", "{}")
-        terminal.show(ToolStarted(call, command))
+    term = Terminal(kind="xterm-256color", stream=out, force_styling=True)
+    terminal = BlessedTerminal(term, input_fd=None, live=True)
+    terminal.bind_interrupt(lambda: None)  # the turn's live block, ticking
+    terminal.show(TurnStarted("build"))
+    call = ToolCall("build", "bash", "{}")
+    terminal.show(ToolStarted(call, command))
 
-        def emit(event: TurnEvent) -> None:
-            nonlocal updates
-            updates += isinstance(event, ToolOutput)
-            terminal.show(event)
+    def emit(event: TurnEvent) -> None:
+        nonlocal updates
+        updates += isinstance(event, ToolOutput)
+        terminal.show(event)
 
-        async def no_answer(question: str) -> str | None:
-            return None
+    async def no_answer(question: str) -> str | None:
+        return None
 
-        context = ToolContext(
-            workspace=folder,
-            session_dir="",
-            runner=SubprocessRunner(),
-            clock=SystemClock(),
-            limits=ToolLimits(),
-            emit=emit,
-            ask_question=no_answer,
-            until_stopped=asyncio.Event().wait,
-            call_id=call.id,
-        )
-        outcome = await BashTool().run({"command": command}, context)
-        assert isinstance(outcome, ToolResult) and not outcome.is_error, outcome
-        terminal.close()
-        out.flush()
-        termios.tcdrain(follower)
-    finally:
-        out.close()
-        os.close(follower)
-        reader.wait(timeout=10)
-        os.close(leader)
+    async def never_stopped() -> None:
+        await asyncio.Event().wait()
+
+    context = ToolContext(
+        workspace=folder,
+        session_dir="",
+        runner=SubprocessRunner(),
+        clock=SystemClock(),
+        limits=ToolLimits(),
+        emit=emit,
+        ask_question=no_answer,
+        until_stopped=never_stopped,
+        call_id=call.id,
+    )
+    outcome = await BashTool().run({"command": command}, context)
+    assert isinstance(outcome, ToolResult) and not outcome.is_error, outcome
+    terminal.close()
     return updates
 
 
@@ -138,7 +148,7 @@ def live_output() -> list[str]:
         for _ in range(RUNS):
             asyncio.run(_unobserved(command, folder))
             bare.append(took())
-            updates = asyncio.run(_shown_live(command, folder))
+            updates = _shown_live(command, folder)
             shown.append(took())
     ratio = min(shown) / min(bare)
     return [
