@@ -2,7 +2,8 @@
 
 Every record has ``"type"`` (the event's name in snake case) and the event's fields;
 nested values (messages, tool calls, usage, outcomes) are plain objects. Fields that
-came later and are often empty (a message's ``reasoning``, a turn's ``cost``) are left
+came later and are often empty (a message's ``reasoning``, a turn's ``cost``, a tool's
+``preview``) are left
 out while they hold nothing, so records of runs that do not use them stay as they were.
 
 Example::
@@ -27,7 +28,7 @@ from treadle.domain.values.events import TurnEvent
 
 _EVENT_TYPES: tuple[type[Any], ...] = get_args(TurnEvent)
 # Left out of a record while they hold their default; read back as that default.
-_QUIET_WHEN_EMPTY: dict[str, object] = {"reasoning": (), "cost": None}
+_QUIET_WHEN_EMPTY: dict[str, object] = {"reasoning": (), "cost": None, "preview": ""}
 
 
 def _snake(name: str) -> str:

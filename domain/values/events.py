@@ -130,9 +130,23 @@ class ToolStarted:
 
 
 @dataclass(frozen=True, slots=True)
+class ToolOutput:
+    """A running command's last lines (``lines``, oldest first, printable and cut), shown
+    under its line while it runs. Each is the whole tail as it stands, not what came
+    since the last: they come at most a few times a second, and are not kept in the
+    transcript (the model's result is)."""
+
+    call_id: str
+    lines: tuple[str, ...]
+    agent: str = ""
+
+
+@dataclass(frozen=True, slots=True)
 class ToolFinished:
     """A tool call ended. ``status`` is a short line: ``exit 0 · 0.2 s``, ``deadline``…
-    ``diff`` is the unified diff of the file a write or an edit changed (issue 14)."""
+    ``diff`` is the unified diff of the file a write or an edit changed (issue 14).
+    ``preview`` is what a command printed, its head and tail as the screen keeps them
+    (lines joined by newlines, printable; "" for none)."""
 
     call: ToolCall
     status: str
@@ -140,6 +154,7 @@ class ToolFinished:
     duration: float
     agent: str = ""
     diff: str = ""
+    preview: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -279,6 +294,7 @@ TurnEvent = (
     | UsageUpdated
     | PlanUpdated
     | ToolStarted
+    | ToolOutput
     | ToolFinished
     | SubAgentStarted
     | SubAgentProgress
