@@ -27,7 +27,7 @@ from treadle.domain.values.events import TurnEvent
 
 _EVENT_TYPES: tuple[type[Any], ...] = get_args(TurnEvent)
 # Left out of a record while they hold their default; read back as that default.
-_QUIET_WHEN_EMPTY: dict[str, object] = {"reasoning": (), "cost": None}
+_QUIET_WHEN_EMPTY: dict[str, object] = {"reasoning": (), "cost": None, "cut_at": 0, "short_of": 0}
 
 
 def _snake(name: str) -> str:

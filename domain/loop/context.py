@@ -384,20 +384,25 @@ class ContextKeeper:
         )
         self._server_count = rules.refused_prompt(refusal)
 
-    def after_cut(self, stop: StopReason, usage: Usage, max_tokens: int) -> bool:
-        """Whether a cut answer filled the window (it is then said so); a ``context_full``
-        stop with no window known teaches it. The continuation's prompt is at least the
-        cut request's and its answer, as the server counted them: the estimate of text a
-        model wrote can be far off (llama.cpp counts ``<|im_end|>`` as six tokens)."""
+    def after_cut(
+        self, stop: StopReason, usage: Usage, max_tokens: int, previous: Usage | None = None
+    ) -> bool:
+        """Whether a cut answer filled the window (it is then said so), as
+        :func:`~treadle.domain.rules.context_window.cut_kind` judges it (``previous``: the
+        cut this continuation goes on from); a fill with no window known teaches it. The
+        continuation's prompt is at least the cut request's and its answer, as the server
+        counted them: the estimate of text a model wrote can be far off (llama.cpp
+        counts ``<|im_end|>`` as six tokens)."""
         if usage.input_tokens > 0:
             counted = usage.input_tokens + usage.output_tokens + 2 * MESSAGE_OVERHEAD
             self._server_count = max(self._server_count or 0, counted)
-        if stop == "context_full":
-            self._set_window(rules.filled_window_learned(usage, self.window))
         window = self.window
         tokens = window.tokens if window is not None else None
-        if not rules.filled_window(stop, usage, max_tokens=max_tokens, window=tokens):
+        kind = rules.cut_kind(stop, usage, budget=max_tokens, window=tokens, previous=previous)
+        if kind == "cut":
             return False
+        self._set_window(rules.filled_window_learned(usage, self.window, previous))
+        tokens = self.window.tokens if self.window is not None else None
         self.emit(
             WindowFilled(tokens or usage.total, usage.input_tokens, usage.output_tokens, self.agent)
         )

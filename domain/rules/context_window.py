@@ -212,15 +212,48 @@ def room_step(
             return Send(budget) if budget is not None else NoRoom()
 
 
-def filled_window(stop: StopReason, usage: Usage, *, max_tokens: int, window: int | None) -> bool:
-    """Whether an answer was cut because prompt and answer filled the window, rather
-    than by its own budget: the server says so, or the answer stopped short of its
-    budget with prompt + answer at the window (llama.cpp, vLLM's clamped budget)."""
+CutKind = Literal["cut", "window full"]
+"""Why an answer was cut: by its own budget (or a cap between treadle and the model),
+or because prompt and answer filled the context window."""
+
+NO_ROOM_SLACK = 8
+"""Tokens by which a continuation's prompt and answer may exceed the cut before it and
+still show a ceiling: a server may count the last token or not."""
+
+
+def cut_kind(
+    stop: StopReason,
+    usage: Usage,
+    *,
+    budget: int,
+    window: int | None,
+    previous: Usage | None = None,
+) -> CutKind:
+    """Whether an answer cut at ``usage`` (its budget ``budget``) filled the window.
+
+    The server's own word (``context_full``) is taken. Otherwise a stop short of the
+    budget is the window's only when the figures show it: with the window known, prompt
+    and answer reach it; with none known, an inference cannot tell a full window from a
+    gateway or a provider that caps answers below the budget asked, so the answer is a
+    cut, continued, until a continuation (``previous`` is the cut it continues) is cut
+    again at once with no room, its prompt and answer no more than the cut before.
+
+    >>> cut_kind("max_tokens", Usage(79, 1), budget=8192, window=128_000)
+    'cut'
+    >>> cut_kind("max_tokens", Usage(1714, 334), budget=8192, window=2048)
+    'window full'
+    >>> cut_kind("max_tokens", Usage(1752, 12), budget=8192, window=None)
+    'cut'
+    """
     if stop == "context_full":
-        return True
-    if stop != "max_tokens" or window is None or usage.output_tokens >= max_tokens:
-        return False
-    return usage.total > 0 and usage.total >= window - margin(window)
+        return "window full"
+    if stop != "max_tokens" or usage.input_tokens <= 0 or usage.output_tokens >= budget:
+        return "cut"
+    if window is not None:
+        return "window full" if usage.total >= window - margin(window) else "cut"
+    if previous is None or previous.input_tokens <= 0:
+        return "cut"
+    return "window full" if usage.total <= previous.total + NO_ROOM_SLACK else "cut"
 
 
 # Learning the window ------------------------------------------------------------------
@@ -260,11 +293,15 @@ def refused_prompt(refusal: ContextExceeded) -> int | None:
     return None
 
 
-def filled_window_learned(usage: Usage, current: ContextWindow | None) -> ContextWindow | None:
-    """The window a ``context_full`` stop shows when none was known: prompt + answer."""
-    if current is not None or usage.total <= 0:
+def filled_window_learned(
+    usage: Usage, current: ContextWindow | None, previous: Usage | None = None
+) -> ContextWindow | None:
+    """The window a cut that filled it shows when none was known: prompt + answer (of
+    the cut before it too, when a continuation was cut again with no room)."""
+    total = max(usage.total, previous.total if previous is not None else 0)
+    if current is not None or total <= 0:
         return None
-    return ContextWindow(usage.total, FILLED_ORIGIN)
+    return ContextWindow(total, FILLED_ORIGIN)
 
 
 def is_learned(window: ContextWindow | None) -> bool:

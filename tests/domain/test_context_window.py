@@ -18,7 +18,7 @@ from treadle.domain.rules.context_window import (
     RoomStage,
     RoomStep,
     Send,
-    filled_window,
+    cut_kind,
     filled_window_learned,
     fit_output,
     fold,
@@ -178,14 +178,41 @@ def test_compact_at_is_a_share_of_the_window() -> None:
 # Cuts and refusals -------------------------------------------------------------------
 
 
-def test_an_answer_that_stops_short_of_its_budget_at_the_window_filled_it() -> None:
+def test_an_answer_that_stops_short_of_its_budget_at_a_known_window_filled_it() -> None:
     # llama.cpp with -c 2048: prompt 1714 + answer 334 = 2048, the budget was 8192.
-    assert filled_window("max_tokens", Usage(1714, 334), max_tokens=8192, window=2048)
-    assert not filled_window("max_tokens", Usage(1714, 334), max_tokens=334, window=2048)
-    assert not filled_window("max_tokens", Usage(500, 300), max_tokens=8192, window=2048)
-    assert not filled_window("max_tokens", Usage(1714, 334), max_tokens=8192, window=None)
-    assert not filled_window("end_turn", Usage(1714, 334), max_tokens=8192, window=2048)
-    assert filled_window("context_full", Usage(), max_tokens=8192, window=None)
+    assert cut_kind("max_tokens", Usage(1714, 334), budget=8192, window=2048) == "window full"
+    assert cut_kind("max_tokens", Usage(1714, 334), budget=334, window=2048) == "cut"
+    assert cut_kind("max_tokens", Usage(500, 300), budget=8192, window=2048) == "cut"
+    assert cut_kind("end_turn", Usage(1714, 334), budget=8192, window=2048) == "cut"
+    assert cut_kind("context_full", Usage(), budget=8192, window=None) == "window full"
+
+
+def test_a_cut_well_below_a_known_window_is_a_cut() -> None:
+    # Issue 20: 79 of prompt and 1 of answer on a window of 128,000 did not fill it.
+    assert cut_kind("max_tokens", Usage(79, 1), budget=8192, window=128_000) == "cut"
+
+
+def test_with_no_window_known_a_cut_short_of_its_budget_is_a_cut_to_continue() -> None:
+    # A gateway that caps answers at 12 tokens looks like a full window of 1,764 tokens;
+    # the inference alone must not end the turn.
+    assert cut_kind("max_tokens", Usage(1752, 12), budget=8192, window=None) == "cut"
+    assert cut_kind("max_tokens", Usage(1714, 334), budget=8192, window=None) == "cut"
+    # Its continuation, cut at 12 again, grew: still a cap, not a ceiling.
+    again = Usage(1780, 12)
+    assert cut_kind("max_tokens", again, budget=16384, window=None, previous=Usage(1752, 12)) == (
+        "cut"
+    )
+
+
+def test_a_continuation_cut_again_at_once_with_no_room_shows_the_ceiling() -> None:
+    first = Usage(1714, 334)  # 2048
+    at_once = Usage(2046, 2)  # the continuation's prompt, and two tokens: 2048 again
+    assert cut_kind("max_tokens", at_once, budget=16384, window=None, previous=first) == (
+        "window full"
+    )
+    assert filled_window_learned(at_once, None, first) == ContextWindow(2048, FILLED_ORIGIN)
+    # A server that counts no prompt proves nothing.
+    assert cut_kind("max_tokens", Usage(0, 2), budget=16384, window=None, previous=first) == "cut"
 
 
 def test_a_context_full_stop_teaches_the_window_when_none_is_known() -> None:
