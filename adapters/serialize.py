@@ -77,9 +77,6 @@ def record_to_event(record: Mapping[str, Any]) -> TurnEvent:
         raise ValueError(
             f"context_pruned: {len(event.positions)} positions for {len(event.results)} results"
         )
-    if isinstance(event, events.ContextWindowKnown) and event.window <= 0:
-        # No model has a window of no tokens: a record that says so was edited.
-        raise ValueError(f"context_window_known: a window of {event.window} tokens")
     return event
 
 

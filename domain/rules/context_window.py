@@ -41,6 +41,9 @@ from treadle.domain.values.model import ContextExceeded, ContextWindow, StopReas
 REFUSAL_ORIGIN = "the server's refusal"
 ESTIMATED_REFUSAL_ORIGIN = "the server's refusal (an upper bound: it named no figure)"
 FILLED_ORIGIN = "the server's stop (prompt and answer filled it)"
+MIN_LEARNED_WINDOW = 1024
+"""The least window a refusal or a stop may teach: a figure below it is the server's
+mistake (a proxy's "maximum context length is 0 tokens"), not its window."""
 DEFAULT_BUDGET = 8192
 MIN_BUDGET = 256
 RESULT_SHARE = 0.15
@@ -304,6 +307,30 @@ def filled_window_learned(
     return ContextWindow(total, FILLED_ORIGIN)
 
 
+def unbelievable(window: ContextWindow, *, accepted: int) -> str:
+    """Why a window a refusal or a stop teaches cannot be the server's, or "" when it
+    can be: it is below :data:`MIN_LEARNED_WINDOW`, or below a prompt the same server
+    accepted (``accepted`` tokens). One lying or buggy refusal must not end every
+    request of the session.
+
+    >>> unbelievable(ContextWindow(0, REFUSAL_ORIGIN), accepted=0)
+    'below the least of 1,024 tokens any model has'
+    >>> unbelievable(ContextWindow(2048, REFUSAL_ORIGIN), accepted=3000)
+    'below the prompt of 3,000 tokens the server accepted'
+    """
+    if window.tokens < MIN_LEARNED_WINDOW:
+        return f"below the least of {MIN_LEARNED_WINDOW:,} tokens any model has"
+    if window.tokens < accepted:
+        return f"below the prompt of {accepted:,} tokens the server accepted"
+    return ""
+
+
+def usable_window(window: ContextWindow) -> bool:
+    """Whether a recorded window can be kept to: one of no tokens cannot, nor one learned
+    below the floor (sessions of older versions recorded what a lying refusal said)."""
+    return window.tokens >= 1 and not (is_learned(window) and window.tokens < MIN_LEARNED_WINDOW)
+
+
 def is_learned(window: ContextWindow | None) -> bool:
     return window is not None and window.origin in (
         REFUSAL_ORIGIN,
@@ -317,11 +344,13 @@ def merge_window(
     found: ContextWindow | None,
     configured: ContextWindow | None = None,
 ) -> ContextWindow | None:
-    """The window to keep to once the server was asked: the configured one, else what
-    the server (or the table) says, else what was known. A window learned from the
-    server's own refusal or stop wins over a larger figure from anywhere: it is what the
-    server does, not what it says."""
-    chosen = configured or found or current
+    """The window to keep to once the server was asked: the configured one, always;
+    else what the server (or the table) says, else what was known. A window learned
+    from the server's own refusal or stop wins over a larger figure the server or the
+    table gives: it is what the server does, not what it says."""
+    if configured is not None:
+        return configured
+    chosen = found or current
     if current is not None and chosen is not None and is_learned(current):
         return current if current.tokens < chosen.tokens else chosen
     return chosen
@@ -350,6 +379,7 @@ class ContextState:
     compacted_messages: int = 0  # how many the last compaction left
     pending: int | None = None  # message count of the request whose usage may anchor
     compacting: bool = False
+    accepted: int = 0  # the largest prompt the server answered, as it counted it
 
 
 def fold(state: ContextState, event: TurnEvent) -> ContextState:
@@ -363,9 +393,11 @@ def fold(state: ContextState, event: TurnEvent) -> ContextState:
             pending = None if continuation or state.compacting else count
             return replace(state, pending=pending)
         case ResponseReceived(usage=usage):
+            accepted = max(state.accepted, usage.input_tokens)
             if state.pending is None or usage.input_tokens <= 0:
-                return replace(state, pending=None)
-            return replace(state, anchor=Anchor(state.pending, usage.input_tokens), pending=None)
+                return replace(state, pending=None, accepted=accepted)
+            anchor = Anchor(state.pending, usage.input_tokens)
+            return replace(state, anchor=anchor, pending=None, accepted=accepted)
         case ContextPruned(tokens_after=tokens):
             return replace(state, anchor=Anchor(state.messages, tokens))
         case CompactionStarted():
@@ -385,8 +417,11 @@ def fold(state: ContextState, event: TurnEvent) -> ContextState:
 
 
 def window_of(events: list[TurnEvent] | tuple[TurnEvent, ...]) -> ContextWindow | None:
-    """The last window recorded by any agent of a session (sub-agents share it)."""
+    """The last window recorded by any agent of a session (sub-agents share it) that can
+    be kept to (:func:`usable_window`)."""
     for event in reversed(events):
         if isinstance(event, ContextWindowKnown):
-            return ContextWindow(event.window, event.origin)
+            window = ContextWindow(event.window, event.origin)
+            if usable_window(window):
+                return window
     return None

@@ -7,6 +7,7 @@ import pytest
 from treadle.domain.rules.context_window import (
     ESTIMATED_REFUSAL_ORIGIN,
     FILLED_ORIGIN,
+    MIN_LEARNED_WINDOW,
     REFUSAL_ORIGIN,
     Anchor,
     Compact,
@@ -31,6 +32,8 @@ from treadle.domain.rules.context_window import (
     result_bytes,
     room_step,
     summary_budget,
+    unbelievable,
+    usable_window,
     window_of,
 )
 from treadle.domain.rules.tokens import (
@@ -275,11 +278,42 @@ def test_the_configured_window_wins_then_the_server_then_what_was_known() -> Non
     assert merge_window(None, None) is None
 
 
+def test_a_configured_window_always_wins_even_over_a_learned_one() -> None:
+    configured = ContextWindow(32768, "configuration")
+    assert merge_window(ContextWindow(8192, REFUSAL_ORIGIN), None, configured) == configured
+    assert merge_window(ContextWindow(0, REFUSAL_ORIGIN), None, configured) == configured
+
+
+def test_a_window_below_the_floor_or_a_prompt_accepted_cannot_be_the_servers() -> None:
+    assert unbelievable(ContextWindow(0, REFUSAL_ORIGIN), accepted=0)
+    assert unbelievable(ContextWindow(1, REFUSAL_ORIGIN), accepted=0)
+    assert unbelievable(ContextWindow(MIN_LEARNED_WINDOW - 1, REFUSAL_ORIGIN), accepted=0)
+    assert unbelievable(ContextWindow(MIN_LEARNED_WINDOW, REFUSAL_ORIGIN), accepted=0) == ""
+    assert "3,000" in unbelievable(ContextWindow(2048, REFUSAL_ORIGIN), accepted=3000)
+    assert unbelievable(ContextWindow(4096, REFUSAL_ORIGIN), accepted=3000) == ""
+
+
+def test_the_largest_prompt_the_server_answered_is_folded() -> None:
+    state = fold(fold(ContextState(), _received(5000)), _received(3000))
+    assert state.accepted == 5000
+
+
+def test_a_recorded_window_that_cannot_be_kept_to_is_passed_over() -> None:
+    # Older versions recorded what a lying refusal said; a resumed session goes on.
+    server = ContextWindowKnown(32768, "llama.cpp /props default_generation_settings.n_ctx")
+    for tokens in (0, 1, -5):
+        assert window_of([server, ContextWindowKnown(tokens, REFUSAL_ORIGIN)]) == ContextWindow(
+            32768, server.origin
+        )
+        assert window_of([ContextWindowKnown(tokens, REFUSAL_ORIGIN)]) is None
+    assert not usable_window(ContextWindow(0, "configuration"))
+    assert usable_window(ContextWindow(512, "llama.cpp /props default_generation_settings.n_ctx"))
+
+
 def test_a_window_learned_from_the_server_itself_wins_over_a_larger_figure() -> None:
     learned = ContextWindow(8192, REFUSAL_ORIGIN)
     table = ContextWindow(128_000, "known model family gpt-4o")
     assert merge_window(learned, table) == learned
-    assert merge_window(learned, None, ContextWindow(32768, "configuration")) == learned
     assert merge_window(learned, ContextWindow(4096, "x")) == ContextWindow(4096, "x")
 
 

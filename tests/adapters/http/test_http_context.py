@@ -159,6 +159,84 @@ async def test_a_turn_against_a_refusing_server_learns_makes_room_and_finishes(
     )
 
 
+def lying_refusal(window: int, prompt: int = 120) -> dict[str, object]:
+    """OpenAI's refusal for length, naming a window that cannot be the server's."""
+    return {
+        "error": {
+            "message": f"This model's maximum context length is {window} tokens. However, "
+            f"your messages resulted in {prompt} tokens. Please reduce the length of the "
+            "messages.",
+            "type": "invalid_request_error",
+            "param": "messages",
+            "code": "context_length_exceeded",
+        }
+    }
+
+
+def counted_stream(text: str, prompt: int) -> bytes:
+    """A Chat Completions answer of ``text`` whose prompt the server counted as ``prompt``."""
+    stream = openai_text_stream([text])
+    return stream.replace(b'"prompt_tokens": 9', f'"prompt_tokens": {prompt}'.encode())
+
+
+@pytest.mark.parametrize("window", [0, 1])
+async def test_one_lying_refusal_for_length_does_not_poison_the_session(
+    server: ScriptedServer, window: int
+) -> None:
+    # Issue 20: a gateway said the window is 0 (or 1) tokens, once; the request is sent
+    # again and answered, and the next turn is sent too.
+    server.add(
+        Reply.sse(counted_stream("First.", 3_000)),
+        Reply.error(400, lying_refusal(window)),
+        Reply.sse(openai_text_stream(["Second."])),
+        Reply.sse(openai_text_stream(["Third."])),
+    )
+    agent, _, terminal = agent_on(openai(server))
+    assert (await agent.run_turn("one")).screen_line == "Turn finished"
+    outcome = await agent.run_turn("two")
+    assert outcome.screen_line == "Turn finished", outcome.detail
+    assert (await agent.run_turn("three")).screen_line == "Turn finished"
+    assert len(server.requests) == 4
+    assert isinstance(terminal, RecordingTerminal)
+    assert not terminal.of_type(ContextWindowKnown)
+    [said] = [n for n in terminal.of_type(Notice) if n.kind == "window_not_learned"]
+    assert f"the context window is {window} tokens" in said.text and "not learned" in said.text
+
+
+async def test_a_window_below_a_prompt_the_server_accepted_is_not_learned(
+    server: ScriptedServer,
+) -> None:
+    server.add(
+        Reply.sse(counted_stream("First.", 3_000)),
+        Reply.error(400, lying_refusal(2_048, prompt=3_100)),
+        Reply.sse(openai_text_stream(["Second."])),
+    )
+    agent, _, terminal = agent_on(openai(server))
+    await agent.run_turn("one")
+    assert (await agent.run_turn("two")).screen_line == "Turn finished"
+    assert isinstance(terminal, RecordingTerminal)
+    assert not terminal.of_type(ContextWindowKnown)
+    [said] = [n for n in terminal.of_type(Notice) if n.kind == "window_not_learned"]
+    assert "below the prompt of 3,000 tokens the server accepted" in said.text
+
+
+async def test_a_configured_window_wins_over_any_refusal(server: ScriptedServer) -> None:
+    server.add(
+        Reply.error(400, lying_refusal(1)),
+        Reply.sse(openai_text_stream(["Answered."])),
+        Reply.sse(openai_text_stream(["Again."])),
+    )
+    terminal = RecordingTerminal()
+    settings = TurnSettings(context=ContextSettings(window=ContextWindow(32_768, "configuration")))
+    model = openai(server)
+    clock = FakeClock()
+    agent = Agent(TurnPorts(model, clock, FakeRunner(clock), terminal, server=model), settings)
+    assert (await agent.run_turn("one")).screen_line == "Turn finished"
+    assert (await agent.run_turn("two")).screen_line == "Turn finished"
+    assert [e.window for e in terminal.of_type(ContextWindowKnown)] == [32_768]
+    assert server.requests[-1].json()["max_tokens"] == 8_192
+
+
 # The window from the server -----------------------------------------------------------
 
 
