@@ -152,8 +152,15 @@ def describe_event(event: TurnEvent) -> list[str]:
             return [
                 f"{tag}retrying in {pause:g} s — {one_line(error)}, attempt {attempt} of {attempts}"
             ]
-        case ContinuationRequested(continuation=n, max_tokens=max_tokens):
+        case ContinuationRequested(continuation=n, max_tokens=max_tokens, cut_at=0):
             return [f"{tag}… answer cut by its token budget; continuing ({n}, {max_tokens} tokens)"]
+        case ContinuationRequested(
+            continuation=n, max_tokens=max_tokens, cut_at=cut_at, short_of=budget
+        ):
+            return [
+                f"{tag}… answer cut at {cut_at:,} of its {budget:,} tokens, not by the "
+                f"context window; continuing ({n}, {max_tokens} tokens)"
+            ]
         # A sub-agent's lines carry its own name, which already says whose it is.
         case SubAgentStarted(name=name, task=task, check_interval=every, deadline=deadline):
             return [

@@ -28,7 +28,13 @@ from treadle.domain.values.events import TurnEvent
 
 _EVENT_TYPES: tuple[type[Any], ...] = get_args(TurnEvent)
 # Left out of a record while they hold their default; read back as that default.
-_QUIET_WHEN_EMPTY: dict[str, object] = {"reasoning": (), "cost": None, "preview": ""}
+_QUIET_WHEN_EMPTY: dict[str, object] = {
+    "reasoning": (),
+    "cost": None,
+    "preview": "",
+    "cut_at": 0,
+    "short_of": 0,
+}
 
 
 def _snake(name: str) -> str:
@@ -78,9 +84,6 @@ def record_to_event(record: Mapping[str, Any]) -> TurnEvent:
         raise ValueError(
             f"context_pruned: {len(event.positions)} positions for {len(event.results)} results"
         )
-    if isinstance(event, events.ContextWindowKnown) and event.window <= 0:
-        # No model has a window of no tokens: a record that says so was edited.
-        raise ValueError(f"context_window_known: a window of {event.window} tokens")
     return event
 
 

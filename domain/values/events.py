@@ -98,11 +98,15 @@ class RetryScheduled:
 
 @dataclass(frozen=True, slots=True)
 class ContinuationRequested:
-    """An answer hit its token budget and is being continued with a bigger one."""
+    """An answer hit its token budget and is being continued with a bigger one.
+    ``cut_at``: the tokens it had when it was cut short of its budget (``short_of``),
+    by something between treadle and the model that caps answers (0: at its budget)."""
 
     continuation: int
     max_tokens: int
     agent: str = ""
+    cut_at: int = 0
+    short_of: int = 0
 
 
 @dataclass(frozen=True, slots=True)
