@@ -141,8 +141,8 @@ def describe_event(event: TurnEvent) -> list[str]:
             return [f"{tag}Plan:"] + [f"  {PLAN_MARKS[s.status]} {one_line(s.step)}" for s in steps]
         case ToolStarted(call=call, summary=summary):
             return [f"{tag}→ {one_line(call.name, 64)}: {one_line(summary)}"]
-        case ToolFinished(call=call, status=status, is_error=is_error, diff=diff, preview=preview):
-            mark = "✗" if is_error else "✓"
+        case ToolFinished(call=call, status=status, diff=diff, preview=preview):
+            mark = event.mark.value
             output = [f"{tag}    {printable(line)}" for line in preview.split("\n") if preview]
             rows = diff.removesuffix("\n").split("\n") if diff else []
             change = [f"{tag}    {printable(line)}" for line in rows]

@@ -34,6 +34,7 @@ from treadle.domain.values.events import (
     SubAgentProgress,
     SubAgentStarted,
     ToolFinished,
+    ToolMark,
     ToolOutput,
     ToolStarted,
     TurnEnded,
@@ -333,7 +334,8 @@ class TurnView:
         if event.agent or (event.call.name in QUIET_TOOLS and not event.is_error):
             return []
         summary = tool.summary if tool is not None else event.call.arguments
-        mark = s.red("✗") if event.is_error else s.green("✓")
+        paint = {ToolMark.FAILED: s.red, ToolMark.STOPPED: s.yellow, ToolMark.DONE: s.green}
+        mark = paint[event.mark](event.mark.value)
         status = one_line(event.status, 200)
         if event.duration >= 1.0 and not status.endswith(" s"):
             status += f" · {format_elapsed(event.duration)}"

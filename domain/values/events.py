@@ -6,6 +6,7 @@ as ``"agent-1"`` for a sub-agent (``"agent-1/agent-1"`` for one of its own).
 
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass
 from typing import Literal
 
@@ -145,6 +146,14 @@ class ToolOutput:
     agent: str = ""
 
 
+class ToolMark(enum.Enum):
+    """How a finished call is marked on the screen."""
+
+    DONE = "✓"
+    FAILED = "✗"
+    STOPPED = "■"  # stopped on purpose and reported (a sub-agent at its deadline)
+
+
 @dataclass(frozen=True, slots=True)
 class ToolFinished:
     """A tool call ended. ``status`` is a short line: ``exit 0 · 0.2 s``, ``deadline``…
@@ -159,6 +168,13 @@ class ToolFinished:
     agent: str = ""
     diff: str = ""
     preview: str = ""
+
+    @property
+    def mark(self) -> ToolMark:
+        """Failed, done, or stopped at a deadline with a report: no success mark for that."""
+        if self.is_error:
+            return ToolMark.FAILED
+        return ToolMark.STOPPED if self.status == "deadline" else ToolMark.DONE
 
 
 @dataclass(frozen=True, slots=True)
