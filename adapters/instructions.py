@@ -4,8 +4,9 @@ Read in this order, the nearer file last so that it wins: the user's own
 ``AGENTS.md`` in treadle's configuration folder, then each folder's from the project
 root (the nearest folder at or above the workspace holding ``.git``, else the
 workspace) down to the workspace. In a folder without ``AGENTS.md`` a ``CLAUDE.md``
-stands in. The whole is capped (32 KiB by default, as in Codex); what the cap leaves
-out is said, to the model and to the person.
+stands in. The whole text sent is capped (32 KiB by default, as in Codex), its
+heading and each file's path included; what the cap leaves out is said, to the model
+and to the person.
 
 Example::
 
@@ -27,6 +28,12 @@ FILE_NAMES = ("AGENTS.md", "CLAUDE.md")
 """In each folder, the first of these that exists is read."""
 
 DEFAULT_LIMIT = 32 * 1024
+NOTES_ROOM = 200
+"""Bytes the cap keeps free for the notes of what it left out: the one of the file it
+cut, and the one of the files after it."""
+SEPARATOR = "\n\n"
+NAMED_PATHS = 3
+"""At most this many paths are named in the warning of what the cap left out."""
 
 HEADING = """\
 # Instructions from the user and the project
@@ -84,7 +91,10 @@ class ProjectInstructions:
         return notices
 
     def _cut_paths(self) -> list[str]:
-        return [f.path for f in self.files if f.included < f.size and not f.problem]
+        paths = [_short(f.path) for f in self.files if f.included < f.size and not f.problem]
+        if len(paths) <= NAMED_PATHS:
+            return paths
+        return [*paths[: NAMED_PATHS - 1], f"{len(paths) - NAMED_PATHS + 1:,} more files"]
 
 
 def project_root(folder: str) -> str:
@@ -126,10 +136,13 @@ def read_instructions(
                 break
     files: list[InstructionFile] = []
     sections: list[str] = []
-    room = limit
+    used = len(HEADING.encode())  # of the text sent, separators and paths included
+    full = False  # a file was cut: the ones after it are left out
     root = project_root(workspace)
     user = os.path.realpath(user_folder) if user_folder else ""
     for path, from_user in found:
+        head = len(SEPARATOR) * 2 + len(_heading(path).encode())
+        room = 0 if full else max(0, limit - used - head - NOTES_ROOM)
         try:
             size, kept = _read_within(path, user if from_user else root, room)
         except OSError as error:
@@ -138,16 +151,28 @@ def read_instructions(
         if not kept.strip() and size == len(kept):  # read, and nothing to say
             files.append(InstructionFile(path, size, size, from_user))
             continue
+        if not kept:  # not even its path fits
+            full = True
+            files.append(InstructionFile(path, size, 0, from_user))
+            continue
         text = kept.decode("utf-8", "ignore" if len(kept) < size else "replace")
         included = len(text.encode("utf-8")) if len(kept) < size else size
-        room -= included
+        full = full or included < size
         files.append(InstructionFile(path, size, included, from_user))
-        sections.append(_section(path, text, size - included))
+        section = _section(path, text, size - included)
+        used += len(SEPARATOR) + len(section.encode())
+        sections.append(section)
     instructions = ProjectInstructions(root, limit, tuple(files))
     if not sections:
         return instructions
+    unsent = [f for f in files if f.included == 0 and f.size > 0 and not f.problem]
+    if unsent:
+        sections.append(
+            f"[... {len(unsent):,} more instruction file{'s' if len(unsent) > 1 else ''} "
+            f"({sum(f.size for f in unsent):,} bytes) left out: instructions are capped ...]"
+        )
     return ProjectInstructions(
-        instructions.root, limit, instructions.files, "\n\n".join([HEADING, *sections])
+        instructions.root, limit, instructions.files, SEPARATOR.join([HEADING, *sections])
     )
 
 
@@ -168,7 +193,19 @@ def _read_within(path: str, tree: str, room: int) -> tuple[int, bytes]:
 
 def _section(path: str, text: str, left_out: int) -> str:
     """One file's part: its path as a heading, its text, and what the cap left out."""
-    parts = [f"## {path}", text.strip("\n")] if text.strip() else [f"## {path}"]
+    parts = [_heading(path), text.strip("\n")] if text.strip() else [_heading(path)]
     if left_out:
         parts.append(f"[... {left_out:,} bytes of this file left out: instructions are capped ...]")
-    return "\n\n".join(parts)
+    return SEPARATOR.join(parts)
+
+
+def _short(path: str, most: int = 120) -> str:
+    """A path of at most ``most`` characters, its middle left out (a deep folder's)."""
+    if len(path) <= most:
+        return path
+    half = (most - 1) // 2
+    return f"{path[:half]}…{path[-half:]}"
+
+
+def _heading(path: str) -> str:
+    return f"## {path}"

@@ -141,17 +141,26 @@ def describe_event(event: TurnEvent) -> list[str]:
             return [f"{tag}Plan:"] + [f"  {PLAN_MARKS[s.status]} {one_line(s.step)}" for s in steps]
         case ToolStarted(call=call, summary=summary):
             return [f"{tag}→ {one_line(call.name, 64)}: {one_line(summary)}"]
-        case ToolFinished(call=call, status=status, is_error=is_error, diff=diff):
-            mark = "✗" if is_error else "✓"
+        case ToolFinished(call=call, status=status, diff=diff, preview=preview):
+            mark = event.mark.value
+            output = [f"{tag}    {printable(line)}" for line in preview.split("\n") if preview]
             rows = diff.removesuffix("\n").split("\n") if diff else []
             change = [f"{tag}    {printable(line)}" for line in rows]
-            return [f"{tag}  {mark} {one_line(call.name, 64)}: {one_line(status)}", *change]
+            head = f"{tag}  {mark} {one_line(call.name, 64)}: {one_line(status)}"
+            return [head, *output, *change]
         case RetryScheduled(attempt=attempt, attempts=attempts, pause=pause, error=error):
             return [
                 f"{tag}retrying in {pause:g} s — {one_line(error)}, attempt {attempt} of {attempts}"
             ]
-        case ContinuationRequested(continuation=n, max_tokens=max_tokens):
+        case ContinuationRequested(continuation=n, max_tokens=max_tokens, cut_at=0):
             return [f"{tag}… answer cut by its token budget; continuing ({n}, {max_tokens} tokens)"]
+        case ContinuationRequested(
+            continuation=n, max_tokens=max_tokens, cut_at=cut_at, short_of=budget
+        ):
+            return [
+                f"{tag}… answer cut at {cut_at:,} of its {budget:,} tokens, not by the "
+                f"context window; continuing ({n}, {max_tokens} tokens)"
+            ]
         # A sub-agent's lines carry its own name, which already says whose it is.
         case SubAgentStarted(name=name, task=task, check_interval=every, deadline=deadline):
             return [

@@ -37,7 +37,7 @@ from treadle.adapters.recording import (
     Recording,
 )
 from treadle.adapters.redact import REDACTED
-from treadle.domain.rules.history import History
+from treadle.domain.rules.history import INTERRUPTED_RESULT, History
 from treadle.domain.values.conversation import Message
 from treadle.domain.values.events import RequestFailed, ResponseReceived
 from treadle.domain.values.model import (
@@ -362,6 +362,10 @@ class RecordedTool:
                 return await self.tool.run(arguments, context)
             if recorded.conversation.ending != DEADLINE and self.on_cut is not None:
                 self.on_cut()
+            if result is not None and result.text != INTERRUPTED_RESULT:
+                # What it had done before the stop (a command's output): read again.
+                kept = ToolResult(result.text, True, recorded.status or "interrupted")
+                context.if_stopped(lambda reason: kept)
             await asyncio.get_running_loop().create_future()  # until the stop cancels it
         assert result is not None
         recorded_answer = (

@@ -2,7 +2,8 @@
 
 Every record has ``"type"`` (the event's name in snake case) and the event's fields;
 nested values (messages, tool calls, usage, outcomes) are plain objects. Fields that
-came later and are often empty (a message's ``reasoning``, a turn's ``cost``) are left
+came later and are often empty (a message's ``reasoning``, a turn's ``cost``, a tool's
+``preview``) are left
 out while they hold nothing, so records of runs that do not use them stay as they were.
 
 Example::
@@ -27,7 +28,13 @@ from treadle.domain.values.events import TurnEvent
 
 _EVENT_TYPES: tuple[type[Any], ...] = get_args(TurnEvent)
 # Left out of a record while they hold their default; read back as that default.
-_QUIET_WHEN_EMPTY: dict[str, object] = {"reasoning": (), "cost": None}
+_QUIET_WHEN_EMPTY: dict[str, object] = {
+    "reasoning": (),
+    "cost": None,
+    "preview": "",
+    "cut_at": 0,
+    "short_of": 0,
+}
 
 
 def _snake(name: str) -> str:
@@ -77,9 +84,6 @@ def record_to_event(record: Mapping[str, Any]) -> TurnEvent:
         raise ValueError(
             f"context_pruned: {len(event.positions)} positions for {len(event.results)} results"
         )
-    if isinstance(event, events.ContextWindowKnown) and event.window <= 0:
-        # No model has a window of no tokens: a record that says so was edited.
-        raise ValueError(f"context_window_known: a window of {event.window} tokens")
     return event
 
 

@@ -12,6 +12,7 @@ MODULES = (
     "bench_runner",
     "bench_spill",
     "bench_terminal",
+    "bench_output",
     "bench_transcript",
     "bench_cache",
     "bench_changes",

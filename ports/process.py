@@ -14,7 +14,8 @@ class ProcessRunner(Protocol):
 
     At the deadline, or when the awaiting task is cancelled, the whole group (and
     anything it started) is stopped: SIGTERM, then SIGKILL after a short grace.
-    Cancellation re-raises after that cleanup.
+    Cancellation re-raises after that cleanup. ``spec.on_output``, when given, is
+    called with each piece of output as it is read, up to the end of that cleanup.
     """
 
     async def run(self, spec: ProcessSpec) -> Result[ProcessResult, ProcessError]: ...

@@ -8,9 +8,16 @@ from typing import Any, Protocol, runtime_checkable
 
 from treadle.domain.values.events import TurnEvent
 from treadle.domain.values.model import ToolSpec
-from treadle.domain.values.tools import Access, ToolLimits, ToolOutcome
+from treadle.domain.values.tools import Access, ToolLimits, ToolOutcome, ToolResult
 from treadle.ports.clock import Clock
 from treadle.ports.process import ProcessRunner
+
+StoppedResult = Callable[[str], ToolResult]
+"""What a call did before a stop, given the stop's reason (``interrupted``, ``deadline``)."""
+
+
+def _nothing_kept(result: StoppedResult) -> None:
+    """Where a context made without a loop sends what a stopped call did: nowhere."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -19,7 +26,14 @@ class ToolContext:
 
     ``until_stopped()`` returns when the turn is stopped (Esc, a caller, a deadline). A
     tool needs it only to wind down on its own terms; the loop cancels any other tool
-    at the stop. ``agent`` is the name of the agent making the call (``""``: the main one).
+    at the stop. ``agent`` is the name of the agent making the call (``""``: the main one),
+    ``call_id`` the call's id (its :class:`~treadle.domain.values.events.ToolOutput`
+    events name it).
+
+    ``if_stopped`` hands the loop a function that says what the call did so far: should
+    the stop cancel the call, the model reads what it returns (a command's output up to
+    the stop) instead of a bare "interrupted". The last one handed counts.
+
     ``on_person(True)`` says the calling agent now waits for the person (a question, an
     approval), ``on_person(False)`` that the wait ended: a sub-agent's clocks stop
     meanwhile.
@@ -35,6 +49,8 @@ class ToolContext:
     until_stopped: Callable[[], Awaitable[None]]
     agent: str = ""
     on_person: Callable[[bool], None] = lambda waiting: None
+    call_id: str = ""
+    if_stopped: Callable[[StoppedResult], None] = _nothing_kept
 
 
 class Tool(Protocol):

@@ -15,6 +15,7 @@ from typing import Any
 
 from treadle.adapters.blessed_terminal.screen import cell_width, fit, fit_tail
 from treadle.adapters.plain_terminal import cost_text, describe_event, shown_task, token_counts
+from treadle.domain.rules.output_preview import LIVE_LINES
 from treadle.domain.values.conversation import Usage
 from treadle.domain.values.events import (
     AnswerDelta,
@@ -33,6 +34,8 @@ from treadle.domain.values.events import (
     SubAgentProgress,
     SubAgentStarted,
     ToolFinished,
+    ToolMark,
+    ToolOutput,
     ToolStarted,
     TurnEnded,
     TurnEvent,
@@ -55,6 +58,10 @@ THOUGHT = "✻"
 EXPAND_KEY = "ctrl-o"
 DIFF_SHOWN_LINES = 40
 """Lines of a change's diff the log shows under the call; the rest is folded, saying so."""
+OUTPUT_ROWS = 10
+"""Rows of the live block the running commands' last lines may take, all of them."""
+GUTTER = "  │ "
+"""What a command's output is shown behind, live and in its preview."""
 
 
 def _plain(text: str) -> str:
@@ -147,6 +154,8 @@ class RunningTool:
     name: str
     summary: str
     started: float
+    output: tuple[str, ...] = ()
+    """Its last lines of output (a command's), newest last."""
 
 
 @dataclass
@@ -171,6 +180,8 @@ class TurnView:
     """Reasoning shown as one line, kept until the expand key shows it in full."""
     approved_diffs: set[str] = field(default_factory=set)
     """Diffs the person saw with an approval question: not shown a second time."""
+    width: int = 0
+    """The screen's width when the lines of an event are made (0: not cut)."""
 
     def begin(self, now: float) -> None:
         self.started = now
@@ -263,6 +274,10 @@ class TurnView:
                 )
                 if main:
                     self.activity = f"running {one_line(call.name, 64)}"
+            case ToolOutput(call_id=call_id, lines=lines):
+                tool = self.running.get(call_id)
+                if tool is not None and tool.agent == event.agent:
+                    tool.output = lines
             case ToolFinished():
                 return self._tool_lines(event)
             case RetryScheduled(pause=pause, error=error) if main:
@@ -319,17 +334,40 @@ class TurnView:
         if event.agent or (event.call.name in QUIET_TOOLS and not event.is_error):
             return []
         summary = tool.summary if tool is not None else event.call.arguments
-        mark = s.red("✗") if event.is_error else s.green("✓")
+        paint = {ToolMark.FAILED: s.red, ToolMark.STOPPED: s.yellow, ToolMark.DONE: s.green}
+        mark = paint[event.mark](event.mark.value)
         status = one_line(event.status, 200)
         if event.duration >= 1.0 and not status.endswith(" s"):
             status += f" · {format_elapsed(event.duration)}"
         name = one_line(event.call.name, 64)
-        line = f"{mark} {s.bold(name)} {one_line(summary, 200)} {s.dim('· ' + status)}"
+        # A failure says so in its colour: a non-zero exit, a signal, a deadline, a stop.
+        shown_status = s.dim("· ") + s.red(status) if event.is_error else s.dim("· " + status)
+        summary = one_line(summary, 200)
+        if self.width:  # the command gives way, so that how it ended stays on its row
+            room = self.width - 1 - cell_width(f"✓ {name}  · {status}")
+            summary = fit(summary, max(10, room))
+        line = f"{mark} {s.bold(name)} {summary} {shown_status}"
+        output = self.output_lines(event.preview)
         if event.diff in self.approved_diffs:  # it is on the screen, with the question
             self.approved_diffs.discard(event.diff)
-            return [line]
+            return [line, *output]
         change = diff_lines(event.diff, s, DIFF_SHOWN_LINES, "treadle diff shows every change")
-        return [line, *("  " + row for row in change)]
+        return [line, *output, *("  " + row for row in change)]
+
+    def output_lines(self, preview: str) -> list[str]:
+        """A finished command's preview, behind its gutter, each line cut to the width."""
+        if not preview:
+            return []
+        s = self.styles
+        room = max(1, self.width - 1 - cell_width(GUTTER)) if self.width else 0
+        rows = []
+        for line in preview.split("\n"):
+            text = printable(line)
+            shown = fit(text, room) if room else text
+            if text.startswith("… ") and text.endswith((" more line", " more lines")):
+                shown = s.dim(shown)
+            rows.append(s.dim(GUTTER) + shown)
+        return rows
 
     def ending_lines(self, event: TurnEnded, resume_hint: str) -> list[str]:
         """The turn's totals, then its outcome line (and how to resume a paused turn)."""
@@ -356,14 +394,22 @@ class TurnView:
 
     # The live rows -------------------------------------------------------------------
 
-    def live_rows(self, now: float, width: int) -> list[str]:
-        """The running tools, then the status line, each cut to ``width - 1`` columns."""
+    def live_rows(self, now: float, width: int, height: int = 10_000) -> list[str]:
+        """The running tools (a command's last lines under it), then the status line,
+        each cut to ``width - 1`` columns; the commands' lines leave room in ``height``
+        for the rest of the block."""
         s = self.styles
         frame = SPINNER[int(now * 10) % len(SPINNER)]
         rows: list[str] = []
         # The ask tool's question is on the screen with its prompt: no row of its own.
         tools = [tool for tool in self.running.values() if tool.name != "ask"]
-        for tool in tools[:MAX_TOOL_ROWS]:
+        listed = tools[:MAX_TOOL_ROWS]
+        others = len(listed) + (len(tools) > MAX_TOOL_ROWS) + bool(self.thinking_tail) + 1
+        # What is left for output once the block has its rows and a prompt its own.
+        output_room = max(0, min(OUTPUT_ROWS, height - others - 4))
+        room_each = min(LIVE_LINES, output_room // max(1, sum(bool(t.output) for t in listed)))
+        gutter = s.dim(GUTTER)
+        for tool in listed:
             tag = f"[{tool.agent}] " if tool.agent else ""
             head = f"{frame} {tag}{tool.name} "
             tail = f" · {format_elapsed(now - tool.started)}"
@@ -371,6 +417,10 @@ class TurnView:
             summary = fit(one_line(tool.summary, 1_000), max(0, room))
             tag = s.magenta(tag) if tag else ""
             rows.append(s.cyan(frame) + " " + tag + s.bold(tool.name) + " " + summary + s.dim(tail))
+            if room_each and tool.output:
+                line_room = max(1, width - 1 - cell_width(GUTTER))
+                for line in tool.output[-room_each:]:
+                    rows.append(gutter + s.dim(fit(printable(line), line_room)))
         if len(tools) > MAX_TOOL_ROWS:
             rows.append(s.dim(f"  … and {len(tools) - MAX_TOOL_ROWS} more"))
         if self.thinking_tail:

@@ -45,6 +45,7 @@ from treadle.domain.values.events import (
     ContextCompacted,
     ReasoningDelta,
     ResponseReceived,
+    ToolOutput,
     TurnEnded,
     TurnEvent,
     TurnStarted,
@@ -185,6 +186,13 @@ class BlessedTerminal(Prompts):
                 self._draw(now)
                 self.screen.flush()
                 return
+        if type(event) is ToolOutput:  # a running command's last lines: a live row
+            self.view.lines_for(event, now)
+            if now - self._last_draw >= REDRAW_AFTER_TEXT:
+                self._draw(now)
+                self.screen.flush()
+            return
+        self.view.width = self.screen.width
         lines = self.view.lines_for(event, now)
         if not event.agent and isinstance(event, CompactionStarted | ContextCompacted):
             self._compacting = isinstance(event, CompactionStarted)
@@ -363,7 +371,8 @@ class BlessedTerminal(Prompts):
 
     def _draw(self, now: float) -> None:
         width = self.screen.width
-        rows = self.view.live_rows(now, width) if self._in_turn else []
+        height = max(1, int(self.term.height)) if self._in_turn else 0
+        rows = self.view.live_rows(now, width, height) if self._in_turn else []
         pending = self.answer.pending() if self._in_turn else ""
         if pending:
             rows[:0] = pending_rows(pending, width)

@@ -16,12 +16,17 @@ SIGTERM = 15
 
 @dataclass(frozen=True, slots=True)
 class FakeProcess:
-    """What a scripted command prints, how it ends, and how long it takes."""
+    """What a scripted command prints, how it ends, and how long it takes.
+
+    ``early`` is printed as the command starts, before its ``duration`` passes (what
+    a stop finds it had printed); ``output`` follows it at the end.
+    """
 
     output: bytes | str = b""
     exit_code: int = 0
     duration: float = 0.0
     signal: int | None = None
+    early: bytes | str = b""
 
 
 class FakeRunner:
@@ -61,9 +66,14 @@ class FakeRunner:
             return Failure(ProcessError("empty command"))
         process = self._lookup(spec.command)
         timed_out = process.duration > spec.timeout
+        early = _raw(process.early)
+        if early and spec.on_output is not None:
+            spec.on_output(early)
         await self._clock.sleep(min(process.duration, spec.timeout))
-        raw = process.output.encode() if isinstance(process.output, str) else process.output
-        bounded = OutputBound.of(raw, spec.output_limit)
+        rest = _raw(process.output)
+        if rest and spec.on_output is not None:
+            spec.on_output(rest)
+        bounded = OutputBound.of(early + rest, spec.output_limit)
         return Success(
             ProcessResult(
                 output=bounded.text(),
@@ -75,3 +85,7 @@ class FakeRunner:
                 omitted_bytes=bounded.omitted,
             )
         )
+
+
+def _raw(output: bytes | str) -> bytes:
+    return output.encode() if isinstance(output, str) else output

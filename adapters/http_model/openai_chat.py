@@ -60,7 +60,7 @@ class OpenAIChatModel(HttpModel):
             "/chat/completions",
             headers,
             encoded_body(body, "messages", items),
-            OpenAIChatReader(request.max_tokens),
+            OpenAIChatReader(),
         )
 
 

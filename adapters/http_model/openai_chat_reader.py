@@ -72,13 +72,13 @@ class _CallParts:
 class OpenAIChatReader:
     """One answer's events, assembled from the fragments of choice 0.
 
-    ``max_tokens`` is the budget the request asked for: an answer cut for length
-    (``finish_reason: length``) well short of it, as the server counted, was cut by the
-    context window, not the budget (llama.cpp, Ollama; vLLM clamps the budget to what
-    fits), and ends as ``context_full``, as Anthropic says it in so many words."""
+    A cut for length (``finish_reason: length``) is said as ``max_tokens`` whatever its
+    size: one short of the budget asked may be the window's (llama.cpp at a full
+    context) or a gateway's cap on answers, which the stream cannot tell apart; the loop
+    judges it from what it knows of the window (:func:`~treadle.domain.rules.
+    context_window.cut_kind`)."""
 
-    def __init__(self, max_tokens: int = 0) -> None:
-        self.max_tokens = max_tokens
+    def __init__(self) -> None:
         self.ended = False
         self.buffered = 0
         self._calls: dict[int, _CallParts] = {}
@@ -218,9 +218,7 @@ class OpenAIChatReader:
         if self._finish is None:
             return self._end([Failure(MalformedStream("data: [DONE] before any finish_reason"))])
         reason = FINISH_REASONS.get(self._finish, "other")
-        if reason == "max_tokens" and self._stopped_short():
-            reason = "context_full"
-        elif reason == "end_turn" and self._refused:
+        if reason == "end_turn" and self._refused:
             reason = "refusal"
         elif reason == "end_turn" and self._called:
             reason = "tool_use"  # local servers that say "stop" after calling a tool
@@ -230,14 +228,6 @@ class OpenAIChatReader:
         detail = self._finish if reason == "other" else ""
         items.append(Success(StreamEnd(reason, detail)))
         return self._end(items)
-
-    def _stopped_short(self) -> bool:
-        """Cut short of its budget by more than a count's slack (2 %, 16 at least: a
-        server may count the last token or not)."""
-        usage, budget = self._usage, self.max_tokens
-        if usage is None or budget <= 0 or usage.input_tokens <= 0:
-            return False
-        return 0 < usage.output_tokens < budget - max(16, budget // 50)
 
     def _end(self, items: list[StreamItem]) -> list[StreamItem]:
         self.ended = True

@@ -14,7 +14,7 @@ import asyncio
 import os
 import subprocess
 import time
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from typing import Protocol
 
 from returns.result import Failure, Result, Success
@@ -62,11 +62,18 @@ class _OutputReader:
 
     CHUNK = 256 * 1024
 
-    def __init__(self, pipe: int, bound: OutputBound, spill: OutputSpill | None) -> None:
+    def __init__(
+        self,
+        pipe: int,
+        bound: OutputBound,
+        spill: OutputSpill | None,
+        on_output: Callable[[bytes], None] | None = None,
+    ) -> None:
         self._loop = asyncio.get_running_loop()
         self._pipe: int | None = pipe
         self._bound = bound
         self._spill = spill
+        self._on_output = on_output
         self.finished: asyncio.Future[None] = self._loop.create_future()
         os.set_blocking(pipe, False)
         self._loop.add_reader(pipe, self._read)
@@ -86,6 +93,8 @@ class _OutputReader:
         if self._spill is not None:
             self._spill.take(data, self._bound)
         self._bound.feed(data)
+        if self._on_output is not None:
+            self._on_output(data)
 
     def close(self) -> None:
         if self._pipe is not None:
@@ -233,7 +242,7 @@ class SubprocessRunner:
         tree = running_trees[helper.pid] = CommandTree(
             helper.pid, run_id, cgroup, start_time(helper.pid)
         )
-        reader = _OutputReader(pipe, bound, spill)
+        reader = _OutputReader(pipe, bound, spill, spec.on_output)
         try:
             status = await self._let_start(tree, start, spec.timeout)
             if status.spawned:

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping
 from typing import Any
 
 from returns.result import Failure, Success
 
-from treadle.domain.values.events import PlanStep, PlanUpdated
+from treadle.domain.rules.output_bound import OutputBound
+from treadle.domain.rules.output_preview import OutputWatch
+from treadle.domain.values.events import PlanStep, PlanUpdated, ToolOutput
 from treadle.domain.values.model import ToolSpec
 from treadle.domain.values.outcome import NeedsAnswer, SandboxUnavailable
 from treadle.domain.values.process import ProcessResult, ProcessSpec
@@ -48,19 +51,28 @@ class BashTool:
     async def run(self, arguments: Mapping[str, Any], context: ToolContext) -> ToolOutcome:
         limits = context.limits
         timeout = min(float(arguments.get("timeout", limits.default_timeout)), limits.max_timeout)
+        live = LiveOutput(context, limits.output_limit)
         spec = ProcessSpec(
             command=str(arguments["command"]),
             cwd=context.workspace,
             timeout=timeout,
             output_limit=limits.output_limit,
             spill_dir=context.session_dir or None,
+            on_output=live.take,
         )
-        match await context.runner.run(spec):
+        started = context.clock.now()
+        context.if_stopped(lambda reason: live.stopped(reason, context.clock.now() - started))
+        try:
+            ran = await context.runner.run(spec)
+        finally:
+            live.close()
+        match ran:
             case Success(result):
                 return ToolResult(
                     describe_process(result, timeout),
                     is_error=result.exit_code != 0,
                     status=process_status(result, timeout),
+                    preview=live.watch.preview(),
                 )
             case Failure(error) if error.blocked:  # no one here can make it possible
                 return EndTurn(SandboxUnavailable(error.detail), f"Not run: {error.detail}.")
@@ -69,6 +81,65 @@ class BashTool:
                     f"could not start the command: {error.detail}", True, "not started"
                 )
         raise AssertionError("unreachable")
+
+
+OUTPUT_INTERVAL = 0.1
+"""A running command's last lines are shown at most this often (seconds): a command
+that prints megabytes a second sends a few events, not one per read."""
+
+STOP_REASONS = {
+    "interrupted": "the user interrupted the turn",
+    "deadline": "the agent's deadline passed",
+}
+
+
+class LiveOutput:
+    """A running command's output as it arrives: its last lines shown on the way (a
+    :class:`ToolOutput` once output has waited :data:`OUTPUT_INTERVAL`), and what
+    the model reads should a stop end the command (head and tail, bounded)."""
+
+    def __init__(self, context: ToolContext, limit: int) -> None:
+        self.watch = OutputWatch()
+        self.bound = OutputBound(limit)
+        self._context = context
+        self._shown: tuple[str, ...] = ()
+        self._showing: asyncio.Future[None] | None = None
+
+    def take(self, chunk: bytes) -> None:
+        """A piece of output, as read: kept, and shown soon (never at once, never twice
+        between two looks)."""
+        self.watch.feed(chunk)
+        self.bound.feed(chunk)
+        if self._showing is None:
+            self._showing = asyncio.ensure_future(self._show_soon())
+
+    async def _show_soon(self) -> None:
+        await self._context.clock.sleep(OUTPUT_INTERVAL)
+        self._showing = None
+        lines = self.watch.live_lines()
+        if lines != self._shown:
+            self._shown = lines
+            context = self._context
+            context.emit(ToolOutput(context.call_id, lines, context.agent))
+
+    def close(self) -> None:
+        """The command ended: nothing more is shown live (its preview says the rest)."""
+        if self._showing is not None:
+            self._showing.cancel()
+            self._showing = None
+
+    def stopped(self, reason: str, elapsed: float) -> ToolResult:
+        """What the model reads of a command a stop ended: why, and what it printed."""
+        why = STOP_REASONS.get(reason, f"the turn was stopped ({reason or 'stopped'})")
+        lines = [f"The command was stopped before it ended: {why}, after {elapsed:.2f} s."]
+        bound = self.bound
+        if bound.truncated:
+            lines.append(f"Output was cut: {bound.omitted} bytes left out.")
+        lines.append(
+            f"What it printed until then:\n{bound.text()}" if bound.total else "(no output)"
+        )
+        preview = self.watch.preview()
+        return ToolResult("\n".join(lines), is_error=True, status="interrupted", preview=preview)
 
 
 def process_status(result: ProcessResult, timeout: float) -> str:

@@ -51,6 +51,7 @@ from treadle.domain.values.events import (
     ContextCompacted,
     ContextPruned,
     ContextWindowKnown,
+    Notice,
     TurnEvent,
     WindowFilled,
 )
@@ -378,26 +379,60 @@ class ContextKeeper:
     def learn(self, refusal: ContextExceeded, *, prompt_estimate: int) -> None:
         """What a refusal for length teaches: the window it names (or a bound on it),
         and what the server counted of the refused prompt, which the next estimate
-        takes over its own until room is made: the server knows better."""
-        self._set_window(
-            rules.learned_window(refusal, self.window, prompt_estimate=prompt_estimate)
-        )
+        takes over its own until room is made: the server knows better. A configured
+        window is kept, and a figure that cannot be the server's window is not learned
+        (:func:`~treadle.domain.rules.context_window.unbelievable`): either is said."""
+        self._learn(rules.learned_window(refusal, self.window, prompt_estimate=prompt_estimate))
         self._server_count = rules.refused_prompt(refusal)
 
-    def after_cut(self, stop: StopReason, usage: Usage, max_tokens: int) -> bool:
-        """Whether a cut answer filled the window (it is then said so); a ``context_full``
-        stop with no window known teaches it. The continuation's prompt is at least the
-        cut request's and its answer, as the server counted them: the estimate of text a
-        model wrote can be far off (llama.cpp counts ``<|im_end|>`` as six tokens)."""
+    def _learn(self, learned: ContextWindow | None) -> None:
+        if learned is None:
+            return
+        configured = self.settings.window
+        if configured is not None:
+            if learned.tokens < configured.tokens:
+                self.emit(
+                    Notice(
+                        "window_not_learned",
+                        f"{learned.origin} says the context window is {learned.tokens:,} "
+                        f"tokens; the configured context_window of {configured.tokens:,} "
+                        "is kept",
+                        self.agent,
+                    )
+                )
+            return
+        why = rules.unbelievable(learned, accepted=self.state.accepted)
+        if why:
+            self.emit(
+                Notice(
+                    "window_not_learned",
+                    f"{learned.origin} says the context window is {learned.tokens:,} tokens, "
+                    f"{why}: not learned",
+                    self.agent,
+                )
+            )
+            return
+        self._set_window(learned)
+
+    def after_cut(
+        self, stop: StopReason, usage: Usage, max_tokens: int, previous: Usage | None = None
+    ) -> bool:
+        """Whether a cut answer filled the window (it is then said so), as
+        :func:`~treadle.domain.rules.context_window.cut_kind` judges it (``previous``: the
+        cut this continuation goes on from); a fill with no window known teaches it. The
+        continuation's prompt is at least the cut request's and its answer, as the server
+        counted them: the estimate of text a model wrote can be far off (llama.cpp
+        counts ``<|im_end|>`` as six tokens)."""
         if usage.input_tokens > 0:
             counted = usage.input_tokens + usage.output_tokens + 2 * MESSAGE_OVERHEAD
             self._server_count = max(self._server_count or 0, counted)
-        if stop == "context_full":
-            self._set_window(rules.filled_window_learned(usage, self.window))
         window = self.window
         tokens = window.tokens if window is not None else None
-        if not rules.filled_window(stop, usage, max_tokens=max_tokens, window=tokens):
+        kind = rules.cut_kind(stop, usage, budget=max_tokens, window=tokens, previous=previous)
+        if kind == "cut":
             return False
+        self._learn(rules.filled_window_learned(usage, self.window, previous))
+        tokens = self.window.tokens if self.window is not None else None
         self.emit(
             WindowFilled(tokens or usage.total, usage.input_tokens, usage.output_tokens, self.agent)
         )

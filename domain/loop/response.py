@@ -26,7 +26,7 @@ from treadle.domain.loop.stop import STOPPED, StopSignal
 from treadle.domain.rules.context_window import ContextState
 from treadle.domain.rules.history import History, unique_call
 from treadle.domain.rules.retry import GiveUp, decide_retry
-from treadle.domain.rules.truncation import continue_truncated, past_its_budget
+from treadle.domain.rules.truncation import continue_truncated, cut_short, past_its_budget
 from treadle.domain.values.conversation import Message, Reasoning, ToolCall, Usage
 from treadle.domain.values.events import (
     AnswerDelta,
@@ -92,6 +92,9 @@ class _Reply:
     attempt: int = 1
     refusals: int = 0
     filled: bool = False  # the answer so far was cut by the window
+    cut: Usage | None = None  # the last cut's usage, that a continuation goes on from
+    cut_at: int = 0  # the tokens of a cut short of its budget, not by the window
+    short_of: int = 0
     announce: bool = False  # a continuation by the budget, to say once it fits
     reasoning: list[Reasoning] = field(default_factory=list)  # of the parts already cut
 
@@ -181,7 +184,11 @@ class Responder:
                 return fitted
             if reply.announce:
                 reply.announce = False
-                self.emit(ContinuationRequested(reply.continuations, fitted, self.agent))
+                self.emit(
+                    ContinuationRequested(
+                        reply.continuations, fitted, self.agent, reply.cut_at, reply.short_of
+                    )
+                )
             request = ModelRequest(
                 system=system,
                 messages=history.messages,
@@ -217,9 +224,13 @@ class Responder:
             # goes on from the text already shown, once a continuation fits.
             reply.shown += current.text
             reply.reasoning += current.reasoning
+            previous, reply.cut = reply.cut, current.usage
             reply.filled = self.context.after_cut(
-                current.end.stop_reason, current.usage, request.max_tokens
+                current.end.stop_reason, current.usage, request.max_tokens, previous
             )
+            answered = current.usage.output_tokens
+            short = not reply.filled and cut_short(answered, request.max_tokens)
+            reply.cut_at, reply.short_of = (answered, request.max_tokens) if short else (0, 0)
             truncated = self._after_cut(reply, request.max_tokens)
             if truncated is not None:
                 _keep_partial(history, reply.shown, ())

@@ -30,6 +30,7 @@ from treadle.domain.values.events import (
     MessageAdded,
     Notice,
     ToolFinished,
+    ToolOutput,
     ToolStarted,
     TurnEnded,
     TurnEvent,
@@ -59,7 +60,7 @@ from treadle.ports.clock import Clock
 from treadle.ports.model import Model, ModelServer
 from treadle.ports.process import ProcessRunner
 from treadle.ports.terminal import Terminal
-from treadle.ports.tools import PreviewsChanges, Tool, ToolContext
+from treadle.ports.tools import PreviewsChanges, StoppedResult, Tool, ToolContext
 from treadle.ports.transcript import TranscriptStore
 from treadle.ports.turn_start import TurnStart
 
@@ -117,6 +118,8 @@ class Agent:
         self.history.listener = lambda message: self.emit(MessageAdded(message, name))
         self.window = window if window is not None else SharedWindow()
         self._warned: set[str] = set()
+        self._stopped_results: dict[str, ToolResult] = {}
+        """What the calls a stop cancelled had done until then, by call id."""
         self.base_tools = list(core_tools() if tools is None else tools)
         self.tools = {tool.spec.name: tool for tool in self.base_tools}
         offered = subagents and self.settings.subagent_depth > 0
@@ -148,6 +151,9 @@ class Agent:
     # What the terminal and the caller see ------------------------------------
 
     def emit(self, event: TurnEvent) -> None:
+        if type(event) is ToolOutput:  # a glimpse for the screen: the result is what is kept
+            self.ports.terminal.show(event)
+            return
         self.responder.context.observe(event)
         self.ports.terminal.show(event)
         if self.ports.transcript is not None:
@@ -310,6 +316,7 @@ class Agent:
     async def _run_calls(self, answer: Answer, stop: StopSignal) -> TurnEnding | None:
         """Run the calls in order; read-only ones and sub-agents side by side."""
         results: dict[str, ToolOutcome] = {}
+        self._stopped_results.clear()
         ended: TurnEnding | None = None
         if not await self._host_started(stop):
             ended = Stopped()
@@ -328,7 +335,8 @@ class Agent:
                 break
         bound = self._limits().output_limit
         for call in answer.tool_calls:
-            self.history.append(_result_message(call, results.get(call.id), bound))
+            stopped = self._stopped_results.pop(call.id, None)
+            self.history.append(_result_message(call, results.get(call.id) or stopped, bound))
         return ended
 
     def _limits(self) -> ToolLimits:
@@ -408,18 +416,28 @@ class Agent:
         self.emit(ToolStarted(call, summary, self.name))
         log.debug("tool %s started: %s", call.name, summary)
         started = clock.now()
+        said: list[StoppedResult] = []
         try:
-            outcome = await tool.run(arguments, self._context(stop))
+            outcome = await tool.run(arguments, self._context(stop, call.id, said.append))
         except asyncio.CancelledError:  # stopped: the terminal still learns how it ended
-            self.emit(ToolFinished(call, "interrupted", True, clock.now() - started, self.name))
+            duration = clock.now() - started
+            kept = said[-1](stop.reason) if said else None
+            if kept is None:
+                self.emit(ToolFinished(call, "interrupted", True, duration, self.name))
+                raise
+            # What it did until the stop is what the model reads, marked as cut short.
+            self._stopped_results[call.id] = replace(kept, interrupted=True)
+            self.emit(
+                ToolFinished(call, kept.status, True, duration, self.name, preview=kept.preview)
+            )
             raise
         except Exception:  # a bug: the terminal learns how the call ended, the turn fails
             self.emit(ToolFinished(call, "crashed", True, clock.now() - started, self.name))
             raise
         match outcome:
-            case ToolResult(status=status, is_error=is_error, diff=diff):
+            case ToolResult(status=status, is_error=is_error, diff=diff, preview=preview):
                 duration = clock.now() - started
-                self.emit(ToolFinished(call, status, is_error, duration, self.name, diff))
+                self.emit(ToolFinished(call, status, is_error, duration, self.name, diff, preview))
                 log.debug("tool %s ended: %s in %.3f s", call.name, status, duration)
             case EndTurn(cause=cause):
                 # It did not do its work: blocked (a sandbox, a sub-agent's approval) is
@@ -434,7 +452,12 @@ class Agent:
         self.emit(ToolFinished(call, "refused", True, 0.0, self.name))
         return ToolResult(f"Error: {why}", is_error=True, status="refused")
 
-    def _context(self, stop: StopSignal) -> ToolContext:
+    def _context(
+        self,
+        stop: StopSignal,
+        call_id: str = "",
+        if_stopped: Callable[[StoppedResult], None] | None = None,
+    ) -> ToolContext:
         return ToolContext(
             workspace=self.settings.workspace,
             session_dir=self.settings.session_dir,
@@ -446,6 +469,8 @@ class Agent:
             until_stopped=stop.wait,
             agent=self.name,
             on_person=self.waiting_on_person,
+            call_id=call_id,
+            **({"if_stopped": if_stopped} if if_stopped is not None else {}),
         )
 
     async def _ask_question(self, question: str) -> str | None:
@@ -474,12 +499,12 @@ def _result_message(call: ToolCall, outcome: ToolOutcome | None, bound: int) -> 
     head and tail, so that no single result can outgrow the window.
     """
     match outcome:
-        case ToolResult(text=text, is_error=is_error):
+        case ToolResult(text=text, is_error=is_error, interrupted=interrupted):
             if len(text) > bound + RESULT_SLACK:
                 raw = text.encode("utf-8", "surrogatepass")
                 if len(raw) > bound + RESULT_SLACK:
                     text = OutputBound.of(raw, bound).text("cut to fit the context window")
-            return Message.tool(call.id, text, is_error=is_error)
+            return Message.tool(call.id, text, is_error=is_error, interrupted=interrupted)
         case EndTurn(text=text) if text:
             return Message.tool(call.id, text)
     return Message.tool(call.id, INTERRUPTED_RESULT, is_error=True, interrupted=True)

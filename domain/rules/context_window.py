@@ -41,6 +41,9 @@ from treadle.domain.values.model import ContextExceeded, ContextWindow, StopReas
 REFUSAL_ORIGIN = "the server's refusal"
 ESTIMATED_REFUSAL_ORIGIN = "the server's refusal (an upper bound: it named no figure)"
 FILLED_ORIGIN = "the server's stop (prompt and answer filled it)"
+MIN_LEARNED_WINDOW = 1024
+"""The least window a refusal or a stop may teach: a figure below it is the server's
+mistake (a proxy's "maximum context length is 0 tokens"), not its window."""
 DEFAULT_BUDGET = 8192
 MIN_BUDGET = 256
 RESULT_SHARE = 0.15
@@ -212,15 +215,48 @@ def room_step(
             return Send(budget) if budget is not None else NoRoom()
 
 
-def filled_window(stop: StopReason, usage: Usage, *, max_tokens: int, window: int | None) -> bool:
-    """Whether an answer was cut because prompt and answer filled the window, rather
-    than by its own budget: the server says so, or the answer stopped short of its
-    budget with prompt + answer at the window (llama.cpp, vLLM's clamped budget)."""
+CutKind = Literal["cut", "window full"]
+"""Why an answer was cut: by its own budget (or a cap between treadle and the model),
+or because prompt and answer filled the context window."""
+
+NO_ROOM_SLACK = 8
+"""Tokens by which a continuation's prompt and answer may exceed the cut before it and
+still show a ceiling: a server may count the last token or not."""
+
+
+def cut_kind(
+    stop: StopReason,
+    usage: Usage,
+    *,
+    budget: int,
+    window: int | None,
+    previous: Usage | None = None,
+) -> CutKind:
+    """Whether an answer cut at ``usage`` (its budget ``budget``) filled the window.
+
+    The server's own word (``context_full``) is taken. Otherwise a stop short of the
+    budget is the window's only when the figures show it: with the window known, prompt
+    and answer reach it; with none known, an inference cannot tell a full window from a
+    gateway or a provider that caps answers below the budget asked, so the answer is a
+    cut, continued, until a continuation (``previous`` is the cut it continues) is cut
+    again at once with no room, its prompt and answer no more than the cut before.
+
+    >>> cut_kind("max_tokens", Usage(79, 1), budget=8192, window=128_000)
+    'cut'
+    >>> cut_kind("max_tokens", Usage(1714, 334), budget=8192, window=2048)
+    'window full'
+    >>> cut_kind("max_tokens", Usage(1752, 12), budget=8192, window=None)
+    'cut'
+    """
     if stop == "context_full":
-        return True
-    if stop != "max_tokens" or window is None or usage.output_tokens >= max_tokens:
-        return False
-    return usage.total > 0 and usage.total >= window - margin(window)
+        return "window full"
+    if stop != "max_tokens" or usage.input_tokens <= 0 or usage.output_tokens >= budget:
+        return "cut"
+    if window is not None:
+        return "window full" if usage.total >= window - margin(window) else "cut"
+    if previous is None or previous.input_tokens <= 0:
+        return "cut"
+    return "window full" if usage.total <= previous.total + NO_ROOM_SLACK else "cut"
 
 
 # Learning the window ------------------------------------------------------------------
@@ -260,11 +296,39 @@ def refused_prompt(refusal: ContextExceeded) -> int | None:
     return None
 
 
-def filled_window_learned(usage: Usage, current: ContextWindow | None) -> ContextWindow | None:
-    """The window a ``context_full`` stop shows when none was known: prompt + answer."""
-    if current is not None or usage.total <= 0:
+def filled_window_learned(
+    usage: Usage, current: ContextWindow | None, previous: Usage | None = None
+) -> ContextWindow | None:
+    """The window a cut that filled it shows when none was known: prompt + answer (of
+    the cut before it too, when a continuation was cut again with no room)."""
+    total = max(usage.total, previous.total if previous is not None else 0)
+    if current is not None or total <= 0:
         return None
-    return ContextWindow(usage.total, FILLED_ORIGIN)
+    return ContextWindow(total, FILLED_ORIGIN)
+
+
+def unbelievable(window: ContextWindow, *, accepted: int) -> str:
+    """Why a window a refusal or a stop teaches cannot be the server's, or "" when it
+    can be: it is below :data:`MIN_LEARNED_WINDOW`, or below a prompt the same server
+    accepted (``accepted`` tokens). One lying or buggy refusal must not end every
+    request of the session.
+
+    >>> unbelievable(ContextWindow(0, REFUSAL_ORIGIN), accepted=0)
+    'below the least of 1,024 tokens any model has'
+    >>> unbelievable(ContextWindow(2048, REFUSAL_ORIGIN), accepted=3000)
+    'below the prompt of 3,000 tokens the server accepted'
+    """
+    if window.tokens < MIN_LEARNED_WINDOW:
+        return f"below the least of {MIN_LEARNED_WINDOW:,} tokens any model has"
+    if window.tokens < accepted:
+        return f"below the prompt of {accepted:,} tokens the server accepted"
+    return ""
+
+
+def usable_window(window: ContextWindow) -> bool:
+    """Whether a recorded window can be kept to: one of no tokens cannot, nor one learned
+    below the floor (sessions of older versions recorded what a lying refusal said)."""
+    return window.tokens >= 1 and not (is_learned(window) and window.tokens < MIN_LEARNED_WINDOW)
 
 
 def is_learned(window: ContextWindow | None) -> bool:
@@ -280,11 +344,13 @@ def merge_window(
     found: ContextWindow | None,
     configured: ContextWindow | None = None,
 ) -> ContextWindow | None:
-    """The window to keep to once the server was asked: the configured one, else what
-    the server (or the table) says, else what was known. A window learned from the
-    server's own refusal or stop wins over a larger figure from anywhere: it is what the
-    server does, not what it says."""
-    chosen = configured or found or current
+    """The window to keep to once the server was asked: the configured one, always;
+    else what the server (or the table) says, else what was known. A window learned
+    from the server's own refusal or stop wins over a larger figure the server or the
+    table gives: it is what the server does, not what it says."""
+    if configured is not None:
+        return configured
+    chosen = found or current
     if current is not None and chosen is not None and is_learned(current):
         return current if current.tokens < chosen.tokens else chosen
     return chosen
@@ -313,6 +379,7 @@ class ContextState:
     compacted_messages: int = 0  # how many the last compaction left
     pending: int | None = None  # message count of the request whose usage may anchor
     compacting: bool = False
+    accepted: int = 0  # the largest prompt the server answered, as it counted it
 
 
 def fold(state: ContextState, event: TurnEvent) -> ContextState:
@@ -326,9 +393,11 @@ def fold(state: ContextState, event: TurnEvent) -> ContextState:
             pending = None if continuation or state.compacting else count
             return replace(state, pending=pending)
         case ResponseReceived(usage=usage):
+            accepted = max(state.accepted, usage.input_tokens)
             if state.pending is None or usage.input_tokens <= 0:
-                return replace(state, pending=None)
-            return replace(state, anchor=Anchor(state.pending, usage.input_tokens), pending=None)
+                return replace(state, pending=None, accepted=accepted)
+            anchor = Anchor(state.pending, usage.input_tokens)
+            return replace(state, anchor=anchor, pending=None, accepted=accepted)
         case ContextPruned(tokens_after=tokens):
             return replace(state, anchor=Anchor(state.messages, tokens))
         case CompactionStarted():
@@ -348,8 +417,11 @@ def fold(state: ContextState, event: TurnEvent) -> ContextState:
 
 
 def window_of(events: list[TurnEvent] | tuple[TurnEvent, ...]) -> ContextWindow | None:
-    """The last window recorded by any agent of a session (sub-agents share it)."""
+    """The last window recorded by any agent of a session (sub-agents share it) that can
+    be kept to (:func:`usable_window`)."""
     for event in reversed(events):
         if isinstance(event, ContextWindowKnown):
-            return ContextWindow(event.window, event.origin)
+            window = ContextWindow(event.window, event.origin)
+            if usable_window(window):
+                return window
     return None

@@ -75,6 +75,16 @@ def continue_truncated(budget: TokenBudget, *, current: int, done: int) -> Conti
     )
 
 
+def cut_short(answer_tokens: int, budget: int) -> bool:
+    """Whether an answer cut at ``answer_tokens`` stopped short of its ``budget`` by more
+    than a count's slack (2 %, 16 at least: a server may count the last token or not).
+
+    >>> cut_short(12, 8192), cut_short(8190, 8192), cut_short(0, 8192)
+    (True, False, False)
+    """
+    return 0 < answer_tokens < budget - max(16, budget // 50)
+
+
 CHARACTERS_PER_TOKEN = 32
 """Far more than any tokenizer makes of one token (about four for English, a dozen for
 a run of spaces): an answer this much longer than its budget is not an answer."""

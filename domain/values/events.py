@@ -6,6 +6,7 @@ as ``"agent-1"`` for a sub-agent (``"agent-1/agent-1"`` for one of its own).
 
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass
 from typing import Literal
 
@@ -98,11 +99,15 @@ class RetryScheduled:
 
 @dataclass(frozen=True, slots=True)
 class ContinuationRequested:
-    """An answer hit its token budget and is being continued with a bigger one."""
+    """An answer hit its token budget and is being continued with a bigger one.
+    ``cut_at``: the tokens it had when it was cut short of its budget (``short_of``),
+    by something between treadle and the model that caps answers (0: at its budget)."""
 
     continuation: int
     max_tokens: int
     agent: str = ""
+    cut_at: int = 0
+    short_of: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,9 +135,31 @@ class ToolStarted:
 
 
 @dataclass(frozen=True, slots=True)
+class ToolOutput:
+    """A running command's last lines (``lines``, oldest first, printable and cut), shown
+    under its line while it runs. Each is the whole tail as it stands, not what came
+    since the last: they come at most a few times a second, and are not kept in the
+    transcript (the model's result is)."""
+
+    call_id: str
+    lines: tuple[str, ...]
+    agent: str = ""
+
+
+class ToolMark(enum.Enum):
+    """How a finished call is marked on the screen."""
+
+    DONE = "✓"
+    FAILED = "✗"
+    STOPPED = "■"  # stopped on purpose and reported (a sub-agent at its deadline)
+
+
+@dataclass(frozen=True, slots=True)
 class ToolFinished:
     """A tool call ended. ``status`` is a short line: ``exit 0 · 0.2 s``, ``deadline``…
-    ``diff`` is the unified diff of the file a write or an edit changed (issue 14)."""
+    ``diff`` is the unified diff of the file a write or an edit changed (issue 14).
+    ``preview`` is what a command printed, its head and tail as the screen keeps them
+    (lines joined by newlines, printable; "" for none)."""
 
     call: ToolCall
     status: str
@@ -140,6 +167,14 @@ class ToolFinished:
     duration: float
     agent: str = ""
     diff: str = ""
+    preview: str = ""
+
+    @property
+    def mark(self) -> ToolMark:
+        """Failed, done, or stopped at a deadline with a report: no success mark for that."""
+        if self.is_error:
+            return ToolMark.FAILED
+        return ToolMark.STOPPED if self.status == "deadline" else ToolMark.DONE
 
 
 @dataclass(frozen=True, slots=True)
@@ -279,6 +314,7 @@ TurnEvent = (
     | UsageUpdated
     | PlanUpdated
     | ToolStarted
+    | ToolOutput
     | ToolFinished
     | SubAgentStarted
     | SubAgentProgress

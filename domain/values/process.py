@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 
@@ -12,7 +12,9 @@ class ProcessSpec:
 
     ``timeout`` is the deadline in seconds; ``output_limit`` bounds the bytes kept
     (head and tail); ``env`` adds to the sanitised environment; when the bound cuts
-    something, the whole output is saved in ``spill_dir`` (if given).
+    something, the whole output is saved in ``spill_dir`` (if given). ``on_output``
+    is given every piece of output as it is read (stdout and stderr interleaved), all
+    of it, the bound notwithstanding; it must be quick: the command's reading waits.
     """
 
     command: str
@@ -21,6 +23,7 @@ class ProcessSpec:
     output_limit: int = 30_000
     env: Mapping[str, str] = field(default_factory=dict)
     spill_dir: str | None = None
+    on_output: Callable[[bytes], None] | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True, slots=True)

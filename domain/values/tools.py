@@ -28,13 +28,17 @@ class ToolLimits:
 @dataclass(frozen=True, slots=True)
 class ToolResult:
     """What goes back to the model. ``status`` is the short line shown on the terminal;
-    ``diff`` is the unified diff of what the call changed in a file (shown and kept,
-    not sent to the model)."""
+    ``diff`` is the unified diff of what the call changed in a file, ``preview`` the
+    head and tail of what a command printed (both shown and kept, not sent to the
+    model: ``text`` holds what it reads). ``interrupted``: a stop cut the call short,
+    and ``text`` says what it had done until then."""
 
     text: str
     is_error: bool = False
     status: str = ""
     diff: str = ""
+    preview: str = ""
+    interrupted: bool = False
 
 
 @dataclass(frozen=True, slots=True)

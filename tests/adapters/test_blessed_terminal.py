@@ -11,6 +11,7 @@ from blessed import Terminal
 
 from tests.adapters.vt_emulator import VirtualScreen
 from treadle.adapters.blessed_terminal import BlessedTerminal
+from treadle.adapters.blessed_terminal.display import TurnView
 from treadle.adapters.blessed_terminal.line_editor import Key
 from treadle.domain.values.conversation import ToolCall, Usage
 from treadle.domain.values.events import (
@@ -25,6 +26,7 @@ from treadle.domain.values.events import (
     SubAgentProgress,
     SubAgentStarted,
     ToolFinished,
+    ToolOutput,
     ToolStarted,
     TurnEnded,
     TurnStarted,
@@ -158,6 +160,46 @@ def test_a_running_tool_shows_its_elapsed_time_then_one_line_with_its_status(rig
     assert rig.lines[1] == "✓ bash ls -la · exit 0 · 2.50 s"
     assert rig.lines[2].startswith("running bash · 0 requests")  # the tool's live row is gone
     assert len(rig.lines) == 3
+
+
+def test_a_running_commands_last_lines_show_under_it_and_update_in_place(rig: Rig) -> None:
+    rig.start()
+    rig.terminal.show(ToolStarted(BASH, "make"))
+    rig.terminal.show(ToolOutput(BASH.id, ("compiling a.c",)))
+    rig.time.now += 0.2
+    rig.terminal.show(ToolOutput(BASH.id, (*(f"step {n}" for n in range(3, 8)), "x" * 300)))
+    rig.terminal._draw(rig.time.now)
+    rig.terminal.screen.flush()
+    lines = rig.lines
+    assert lines[1].endswith("bash make · 0.2 s")
+    # The newest five, at the bottom, each cut to the width; nothing of the first glimpse.
+    assert lines[2:7] == [*(f"  │ step {n}" for n in range(4, 8)), "  │ " + "x" * 94 + "…"]
+    assert lines[7].startswith("running bash")
+    assert "compiling a.c" not in "\n".join(lines) and len(lines) == 8
+
+
+def test_a_finished_command_keeps_its_preview_and_a_failure_is_marked(rig: Rig) -> None:
+    rig.start()
+    rig.terminal.show(ToolStarted(BASH, "make"))
+    rig.terminal.show(ToolOutput(BASH.id, ("building",)))
+    preview = "\n".join(["cc a.c", "… 40 more lines", "error: nope" + " x" * 100])
+    rig.terminal.show(ToolFinished(BASH, "exit 2 · 0.40 s", True, 0.4, preview=preview))
+    lines = rig.lines
+    assert lines[1] == "✗ bash make · exit 2 · 0.40 s"
+    assert lines[2:4] == ["  │ cc a.c", "  │ … 40 more lines"]
+    assert lines[4].startswith("  │ error: nope x") and len(lines[4]) == WIDTH - 1
+    assert lines[5].startswith("running bash") and len(lines) == 6  # no live output left
+    written = rig.out.getvalue()
+    assert rig.term.red("exit 2 · 0.40 s") in written
+
+
+def test_a_short_window_gives_the_commands_lines_only_the_room_it_has() -> None:
+    view = TurnView()
+    view.lines_for(ToolStarted(BASH, "make"), 0.0)
+    view.lines_for(ToolOutput(BASH.id, tuple(f"line {n}" for n in range(5))), 0.0)
+    assert len(view.live_rows(0.0, 80, height=40)) == 7  # the tool, five lines, the status
+    assert len(view.live_rows(0.0, 80, height=8)) == 4  # room for a prompt stays
+    assert len(view.live_rows(0.0, 80, height=5)) == 2
 
 
 def test_a_long_command_is_shortened_to_one_row(rig: Rig) -> None:

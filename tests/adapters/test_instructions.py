@@ -4,11 +4,15 @@ project's from its root down to the working folder, CLAUDE.md standing in, cappe
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from treadle.adapters.instructions import (
+    HEADING,
+    NOTES_ROOM,
+    SEPARATOR,
     ProjectInstructions,
     project_root,
     read_instructions,
@@ -66,16 +70,27 @@ def test_a_claude_md_stands_in_only_where_a_folder_has_no_agents_md(tree) -> Non
     assert "never read" not in found.text
 
 
+def overhead(*paths: Path) -> int:
+    """What the text sent takes besides the files' own bytes, for files at ``paths``
+    read whole, and the room kept for the notes of what the cap leaves out."""
+    heads = sum(len(SEPARATOR) * 2 + len(f"## {path}".encode()) for path in paths)
+    return len(HEADING.encode()) + heads + NOTES_ROOM
+
+
 def test_the_cap_keeps_the_first_bytes_and_says_what_was_left_out(tree) -> None:
-    (tree["repo"] / "AGENTS.md").write_text("a" * 60)
-    (tree["pkg"] / "AGENTS.md").write_text("b" * 60)
+    first, second = tree["repo"] / "AGENTS.md", tree["pkg"] / "AGENTS.md"
+    first.write_text("a" * 60)
+    second.write_text("b" * 60)
     (tree["core"] / "AGENTS.md").write_text("c" * 60)
-    found = read(tree["core"], limit=100)
+    limit = overhead(first, second) + 60 + 40
+    found = read(tree["core"], limit=limit)
     assert [(file.size, file.included) for file in found.files] == [(60, 60), (60, 40), (60, 0)]
     assert found.left_out == 80
     assert found.text.count("a") >= 60 and "b" * 40 in found.text and "b" * 41 not in found.text
     assert "[... 20 bytes of this file left out" in found.text
-    assert "[... 60 bytes of this file left out" in found.text
+    assert "[... 1 more instruction file (60 bytes) left out" in found.text
+    assert str(tree["core"] / "AGENTS.md") not in found.text
+    assert len(found.text.encode()) <= limit
     [notice] = found.notices()
     assert notice.kind == "instructions_cut"
     assert "80 bytes" in notice.text and str(tree["core"] / "AGENTS.md") in notice.text
@@ -83,9 +98,46 @@ def test_the_cap_keeps_the_first_bytes_and_says_what_was_left_out(tree) -> None:
 
 def test_a_cut_never_splits_a_character(tree) -> None:
     (tree["repo"] / "AGENTS.md").write_text("é" * 10)  # two bytes each
-    found = read(tree["repo"], limit=5)
+    found = read(tree["repo"], limit=overhead(tree["repo"] / "AGENTS.md") + 5)
     assert found.files[0].included == 4
     assert "éé" in found.text and "\ufffd" not in found.text
+
+
+@pytest.fixture
+def deep(tmp_path: Path) -> Iterator[Path]:
+    """A repository of 1,200 nested folders, each with a 2-byte AGENTS.md: the deepest."""
+    (tmp_path / ".git").mkdir()
+    folder = tmp_path
+    for _ in range(1_200):
+        folder = folder / "d"
+        folder.mkdir()
+        (folder / "AGENTS.md").write_text("x\n")
+    yield folder
+    while folder != tmp_path:  # deeper than shutil.rmtree can go
+        (folder / "AGENTS.md").unlink()
+        folder.rmdir()
+        folder = folder.parent
+
+
+def test_the_cap_counts_the_paths_of_many_small_files(deep: Path) -> None:
+    # Issue 20: 1,200 nested folders each with a 2-byte AGENTS.md sent 1.5 MB of paths
+    # with every request, under a cap of 32 KiB, and said nothing.
+    found = read(deep)
+    assert len(found.files) == 1_200
+    assert len(found.text.encode()) <= 32 * 1024
+    sent = [file for file in found.files if file.included]
+    assert 0 < len(sent) < 1_200
+    assert f"[... {1_200 - len(sent):,} more instruction files" in found.text
+    [notice] = found.notices()
+    assert notice.kind == "instructions_cut" and "more files" in notice.text
+    assert len(notice.text) < 1_000
+
+
+def test_a_limit_smaller_than_the_heading_sends_nothing_and_says_so(tree) -> None:
+    (tree["repo"] / "AGENTS.md").write_text("Use tabs.\n")
+    found = read(tree["repo"], limit=100)
+    assert found.text == "" and found.left_out == 10
+    assert [notice.kind for notice in found.notices()] == ["instructions_cut"]
 
 
 def test_without_git_the_working_folder_is_the_project(tmp_path: Path) -> None:
@@ -142,5 +194,5 @@ def test_a_huge_agents_md_is_read_no_further_than_the_cap(tree) -> None:
     (tree["repo"] / "AGENTS.md").write_bytes(b"x" * (8 << 20))
     found = read(tree["repo"], limit=1024)
     (file,) = found.files
-    assert (file.size, file.included) == (8 << 20, 1024)
-    assert len(found.text) < 2048
+    assert (file.size, file.included) == (8 << 20, 1024 - overhead(tree["repo"] / "AGENTS.md"))
+    assert len(found.text.encode()) <= 1024

@@ -142,3 +142,11 @@ def test_a_notice_is_one_warning_line_in_print_and_an_event_in_json():
         "text": "drops tools",
         "agent": "",
     }
+
+
+def test_a_call_stopped_at_its_deadline_is_marked_stopped_not_done() -> None:
+    out = io.StringIO()
+    call = ToolCall("call_9", "agent", "{}")
+    PlainTerminal(out).show(ToolFinished(call, "deadline", False, 3.0))
+    PlainTerminal(out).show(ToolFinished(call, "finished", False, 3.0))
+    assert out.getvalue().splitlines() == ["  ■ agent: deadline", "  ✓ agent: finished"]

@@ -118,6 +118,48 @@ async def test_nothing_of_the_tree_survives_a_cancel(tmp_path: Path) -> None:
     assert [name for name, pid in pids.items() if is_running(pid)] == []
 
 
+async def test_every_piece_of_output_is_handed_on_as_it_is_read(tmp_path: Path) -> None:
+    """on_output hears the first line while the command still runs, and gets all of
+    what it printed, the bound notwithstanding."""
+    runner = SubprocessRunner(grace=0.2)
+    chunks: list[bytes] = []
+    first_seen = asyncio.get_running_loop().create_future()
+
+    def take(chunk: bytes) -> None:
+        chunks.append(chunk)
+        if not first_seen.done():
+            first_seen.set_result(None)
+
+    command = f"echo first; while [ ! -e {tmp_path}/go ]; do sleep 0.01; done; seq 1 20000"
+    call = asyncio.ensure_future(
+        runner.run(spec(command, tmp_path, output_limit=100, on_output=take))
+    )
+    await asyncio.wait_for(first_seen, 10)
+    assert b"".join(chunks) == b"first\n" and not call.done()
+    (tmp_path / "go").touch()
+    result = ran(await call)
+    whole = b"first\n" + b"".join(b"%d\n" % n for n in range(1, 20001))
+    assert b"".join(chunks) == whole
+    assert result.truncated and len(result.output) < 300
+
+
+async def test_output_printed_while_a_cancel_stops_the_command_is_handed_on(
+    tmp_path: Path,
+) -> None:
+    runner = SubprocessRunner(grace=2.0)
+    chunks: list[bytes] = []
+    command = "trap 'echo stopping; exit 1' TERM; echo started; sleep 300 & wait"
+    call = asyncio.ensure_future(runner.run(spec(command, tmp_path, on_output=chunks.append)))
+    for _ in range(1000):
+        if chunks:
+            break
+        await asyncio.sleep(0.01)
+    call.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await call
+    assert b"".join(chunks) == b"started\nstopping\n"
+
+
 async def test_a_program_ignoring_sigterm_gets_sigkill_after_the_grace(tmp_path: Path) -> None:
     runner = SubprocessRunner(grace=0.2)
 

@@ -7,6 +7,7 @@ import pytest
 from treadle.domain.rules.context_window import (
     ESTIMATED_REFUSAL_ORIGIN,
     FILLED_ORIGIN,
+    MIN_LEARNED_WINDOW,
     REFUSAL_ORIGIN,
     Anchor,
     Compact,
@@ -18,7 +19,7 @@ from treadle.domain.rules.context_window import (
     RoomStage,
     RoomStep,
     Send,
-    filled_window,
+    cut_kind,
     filled_window_learned,
     fit_output,
     fold,
@@ -31,6 +32,8 @@ from treadle.domain.rules.context_window import (
     result_bytes,
     room_step,
     summary_budget,
+    unbelievable,
+    usable_window,
     window_of,
 )
 from treadle.domain.rules.tokens import (
@@ -178,14 +181,41 @@ def test_compact_at_is_a_share_of_the_window() -> None:
 # Cuts and refusals -------------------------------------------------------------------
 
 
-def test_an_answer_that_stops_short_of_its_budget_at_the_window_filled_it() -> None:
+def test_an_answer_that_stops_short_of_its_budget_at_a_known_window_filled_it() -> None:
     # llama.cpp with -c 2048: prompt 1714 + answer 334 = 2048, the budget was 8192.
-    assert filled_window("max_tokens", Usage(1714, 334), max_tokens=8192, window=2048)
-    assert not filled_window("max_tokens", Usage(1714, 334), max_tokens=334, window=2048)
-    assert not filled_window("max_tokens", Usage(500, 300), max_tokens=8192, window=2048)
-    assert not filled_window("max_tokens", Usage(1714, 334), max_tokens=8192, window=None)
-    assert not filled_window("end_turn", Usage(1714, 334), max_tokens=8192, window=2048)
-    assert filled_window("context_full", Usage(), max_tokens=8192, window=None)
+    assert cut_kind("max_tokens", Usage(1714, 334), budget=8192, window=2048) == "window full"
+    assert cut_kind("max_tokens", Usage(1714, 334), budget=334, window=2048) == "cut"
+    assert cut_kind("max_tokens", Usage(500, 300), budget=8192, window=2048) == "cut"
+    assert cut_kind("end_turn", Usage(1714, 334), budget=8192, window=2048) == "cut"
+    assert cut_kind("context_full", Usage(), budget=8192, window=None) == "window full"
+
+
+def test_a_cut_well_below_a_known_window_is_a_cut() -> None:
+    # Issue 20: 79 of prompt and 1 of answer on a window of 128,000 did not fill it.
+    assert cut_kind("max_tokens", Usage(79, 1), budget=8192, window=128_000) == "cut"
+
+
+def test_with_no_window_known_a_cut_short_of_its_budget_is_a_cut_to_continue() -> None:
+    # A gateway that caps answers at 12 tokens looks like a full window of 1,764 tokens;
+    # the inference alone must not end the turn.
+    assert cut_kind("max_tokens", Usage(1752, 12), budget=8192, window=None) == "cut"
+    assert cut_kind("max_tokens", Usage(1714, 334), budget=8192, window=None) == "cut"
+    # Its continuation, cut at 12 again, grew: still a cap, not a ceiling.
+    again = Usage(1780, 12)
+    assert cut_kind("max_tokens", again, budget=16384, window=None, previous=Usage(1752, 12)) == (
+        "cut"
+    )
+
+
+def test_a_continuation_cut_again_at_once_with_no_room_shows_the_ceiling() -> None:
+    first = Usage(1714, 334)  # 2048
+    at_once = Usage(2046, 2)  # the continuation's prompt, and two tokens: 2048 again
+    assert cut_kind("max_tokens", at_once, budget=16384, window=None, previous=first) == (
+        "window full"
+    )
+    assert filled_window_learned(at_once, None, first) == ContextWindow(2048, FILLED_ORIGIN)
+    # A server that counts no prompt proves nothing.
+    assert cut_kind("max_tokens", Usage(0, 2), budget=16384, window=None, previous=first) == "cut"
 
 
 def test_a_context_full_stop_teaches_the_window_when_none_is_known() -> None:
@@ -248,11 +278,42 @@ def test_the_configured_window_wins_then_the_server_then_what_was_known() -> Non
     assert merge_window(None, None) is None
 
 
+def test_a_configured_window_always_wins_even_over_a_learned_one() -> None:
+    configured = ContextWindow(32768, "configuration")
+    assert merge_window(ContextWindow(8192, REFUSAL_ORIGIN), None, configured) == configured
+    assert merge_window(ContextWindow(0, REFUSAL_ORIGIN), None, configured) == configured
+
+
+def test_a_window_below_the_floor_or_a_prompt_accepted_cannot_be_the_servers() -> None:
+    assert unbelievable(ContextWindow(0, REFUSAL_ORIGIN), accepted=0)
+    assert unbelievable(ContextWindow(1, REFUSAL_ORIGIN), accepted=0)
+    assert unbelievable(ContextWindow(MIN_LEARNED_WINDOW - 1, REFUSAL_ORIGIN), accepted=0)
+    assert unbelievable(ContextWindow(MIN_LEARNED_WINDOW, REFUSAL_ORIGIN), accepted=0) == ""
+    assert "3,000" in unbelievable(ContextWindow(2048, REFUSAL_ORIGIN), accepted=3000)
+    assert unbelievable(ContextWindow(4096, REFUSAL_ORIGIN), accepted=3000) == ""
+
+
+def test_the_largest_prompt_the_server_answered_is_folded() -> None:
+    state = fold(fold(ContextState(), _received(5000)), _received(3000))
+    assert state.accepted == 5000
+
+
+def test_a_recorded_window_that_cannot_be_kept_to_is_passed_over() -> None:
+    # Older versions recorded what a lying refusal said; a resumed session goes on.
+    server = ContextWindowKnown(32768, "llama.cpp /props default_generation_settings.n_ctx")
+    for tokens in (0, 1, -5):
+        assert window_of([server, ContextWindowKnown(tokens, REFUSAL_ORIGIN)]) == ContextWindow(
+            32768, server.origin
+        )
+        assert window_of([ContextWindowKnown(tokens, REFUSAL_ORIGIN)]) is None
+    assert not usable_window(ContextWindow(0, "configuration"))
+    assert usable_window(ContextWindow(512, "llama.cpp /props default_generation_settings.n_ctx"))
+
+
 def test_a_window_learned_from_the_server_itself_wins_over_a_larger_figure() -> None:
     learned = ContextWindow(8192, REFUSAL_ORIGIN)
     table = ContextWindow(128_000, "known model family gpt-4o")
     assert merge_window(learned, table) == learned
-    assert merge_window(learned, None, ContextWindow(32768, "configuration")) == learned
     assert merge_window(learned, ContextWindow(4096, "x")) == ContextWindow(4096, "x")
 
 

@@ -9,7 +9,7 @@ from treadle.adapters.fakes import ScriptedResponse as R
 from treadle.domain.loop.stop import STOPPED, StopSignal
 from treadle.domain.rules.history import INTERRUPTED_RESULT, is_sendable
 from treadle.domain.values.conversation import ToolCall
-from treadle.domain.values.events import AnswerDelta, ToolStarted
+from treadle.domain.values.events import AnswerDelta, ToolFinished, ToolOutput, ToolStarted
 from treadle.domain.values.outcome import OutcomeKind
 
 
@@ -59,12 +59,40 @@ async def test_esc_during_a_tool_stops_it_and_gives_every_unfinished_call_an_int
     assert outcome.kind is OutcomeKind.PAUSED
     assert [s.command for s in r.runner.specs] == ["make"]
     results = [m for m in r.agent.history.messages if m.role == "tool"]
-    assert [(m.tool_call_id, m.text, m.interrupted) for m in results] == [
-        ("c1", INTERRUPTED_RESULT, True),
-        ("c2", INTERRUPTED_RESULT, True),
-    ]
+    # The command that ran says it was stopped, and why; the one that never ran, only that.
+    assert [(m.tool_call_id, m.interrupted) for m in results] == [("c1", True), ("c2", True)]
+    assert results[0].text == (
+        "The command was stopped before it ended: the user interrupted the turn, after 0.00 s."
+        "\n(no output)"
+    )
+    assert results[1].text == INTERRUPTED_RESULT
     assert is_sendable(r.agent.history.messages)
     assert r.clock.now() < 60  # the stop came at once, not at the command's end
+
+
+async def test_a_command_stopped_by_esc_gives_the_model_what_it_printed_so_far(rig):
+    call = ToolCall("c1", "bash", '{"command": "./ticks"}')
+    ticking = FakeProcess("never printed\n", duration=60, early="tick 1\ntick 2\ntick 3\n")
+    r = rig(
+        [R((), (call,)), R.saying("It stopped after three ticks.")],
+        {"./ticks": ticking},
+        terminal=esc_after(ToolOutput),
+    )
+    outcome = await r.agent.run_turn("count")
+    assert outcome.kind is OutcomeKind.PAUSED
+    shown = [e for e in r.terminal.events if isinstance(e, ToolOutput)]
+    assert shown == [ToolOutput("c1", ("tick 1", "tick 2", "tick 3"))]
+    finished = next(e for e in r.terminal.events if isinstance(e, ToolFinished))
+    assert (finished.status, finished.preview) == ("interrupted", "tick 1\ntick 2\ntick 3")
+    # The next turn's request carries the partial output, with the reason.
+    await r.agent.run_turn("go on")
+    sent = r.model.requests[-1].messages
+    result = next(m for m in sent if m.role == "tool" and m.tool_call_id == "c1")
+    assert "the user interrupted the turn" in result.text
+    assert "tick 1\ntick 2\ntick 3\n" in result.text and "never printed" not in result.text
+    # The live glimpses are the screen's: the transcript keeps the result, not them.
+    assert not any(isinstance(e, ToolOutput) for e in r.transcript)
+    assert any(isinstance(e, ToolFinished) and e.preview for e in r.transcript)
 
 
 async def test_calls_that_finished_before_the_stop_keep_their_real_results(rig):

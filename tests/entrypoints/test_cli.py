@@ -142,7 +142,7 @@ def test_the_demo_shows_every_behaviour_of_the_loop_and_finishes(tmp_path, home)
         "[agent-1] started",
         "[agent-1] running bash: sleep 30",
         "[agent-1] deadline",
-        "answer cut by its token budget; continuing",
+        "answer cut at 40 of its 8,192 tokens, not by the context window; continuing",
         "it was stopped at its deadline and reported back",
     ):
         assert shown in out, shown

@@ -113,9 +113,6 @@ BAD_TRANSCRIPTS = {
         f'{FIRST}\n{{"type": "context_pruned", "tokens_before": 9, "tokens_after": 5,'
         ' "window": 100, "positions": [1, 2], "results": [], "agent": ""}\n'
     ),
-    "a window of no tokens": (
-        f'{FIRST}\n{{"type": "context_window_known", "window": 0, "origin": "x", "agent": ""}}\n'
-    ),
     "a number too large for a float": (
         f'{FIRST}\n{{"type": "turn_ended", "outcome": {{"kind": "paused"}},'
         f' "usage": {{}}, "requests": 0, "elapsed": 1{"0" * 400}, "agent": ""}}\n'
@@ -143,6 +140,31 @@ def test_a_transcript_with_a_record_of_the_wrong_shape_is_refused_with_its_line(
 
     one_clear_line(resumed, f"transcript.jsonl:{line}:")
     one_clear_line(replayed, f"transcript.jsonl:{line}:")
+
+
+@pytest.mark.parametrize("window", [0, 1, -5])
+def test_a_window_a_lying_refusal_taught_an_older_version_is_no_damage(
+    tmp_path: Path, window: int
+) -> None:
+    # Issue 20: treadle itself recorded "maximum context length is 0 tokens" as the
+    # window; resuming such a session goes on, and the window is not kept to.
+    learned = (
+        f'{{"type": "context_window_known", "window": {window}, '
+        '"origin": "the server\'s refusal", "agent": ""}'
+    )
+    ended = (
+        '{"type": "turn_ended", "outcome": {"kind": "failed", "reason": "ContextExceeded", '
+        '"detail": "x"}, "usage": {}, "requests": 1, "elapsed": 1.0, "agent": ""}'
+    )
+    _, env = a_session(tmp_path, f"{FIRST}\n{learned}\n{ended}\n".encode())
+
+    listed = run_treadle("sessions", cwd=tmp_path, env=env)
+    resumed = run_treadle("--resume", "s1", "--print", "go on", cwd=tmp_path, env=env)
+
+    assert "damaged" not in listed.stdout.splitlines()[1].split()
+    assert "Traceback" not in resumed.stderr + resumed.stdout
+    assert resumed.returncode == 0, resumed.stderr
+    assert resumed.stdout.splitlines()[-1] == "Turn finished"
 
 
 def test_a_transcript_of_nul_bytes_is_refused_not_resumed_empty(tmp_path: Path) -> None:

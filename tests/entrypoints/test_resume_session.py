@@ -20,7 +20,7 @@ from treadle.adapters.fakes import (
 from treadle.adapters.jsonl_transcript import read_transcript
 from treadle.adapters.sessions import SessionBusy, SessionLock, SessionStore, read_meta
 from treadle.domain.loop.turn import core_tools
-from treadle.domain.rules.history import INTERRUPTED_RESULT, is_sendable
+from treadle.domain.rules.history import is_sendable
 from treadle.domain.rules.resume import RESUME_MESSAGE
 from treadle.domain.values.conversation import Message, ToolCall, Usage
 from treadle.domain.values.events import MessageAdded, ToolStarted, TurnEvent, TurnStarted
@@ -72,7 +72,9 @@ async def test_a_paused_session_resumes_on_the_same_transcript(tmp_path: Path) -
     (request,) = second.requests
     assert is_sendable(request.messages)
     assert [m.role for m in request.messages] == ["user", "assistant", "tool", "user"]
-    assert request.messages[2].text == INTERRUPTED_RESULT
+    # The stopped command's result says so, as it was recorded.
+    assert request.messages[2].text.startswith("The command was stopped before it ended")
+    assert request.messages[2].interrupted
     assert request.messages[-1].text == RESUME_MESSAGE
     events = list(read_transcript(session / "transcript.jsonl"))
     recorded = [e.message for e in events if isinstance(e, MessageAdded) and not e.agent]

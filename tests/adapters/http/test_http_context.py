@@ -32,6 +32,7 @@ from treadle.adapters.http_model import AnthropicModel, OpenAIChatModel
 from treadle.adapters.plain_terminal import JsonLinesTerminal, PlainTerminal
 from treadle.domain.loop.settings import TurnSettings
 from treadle.domain.loop.turn import Agent, TurnPorts, core_tools
+from treadle.domain.rules.context_window import ContextSettings
 from treadle.domain.rules.history import History
 from treadle.domain.values.conversation import Message, ToolCall
 from treadle.domain.values.events import (
@@ -158,6 +159,84 @@ async def test_a_turn_against_a_refusing_server_learns_makes_room_and_finishes(
     )
 
 
+def lying_refusal(window: int, prompt: int = 120) -> dict[str, object]:
+    """OpenAI's refusal for length, naming a window that cannot be the server's."""
+    return {
+        "error": {
+            "message": f"This model's maximum context length is {window} tokens. However, "
+            f"your messages resulted in {prompt} tokens. Please reduce the length of the "
+            "messages.",
+            "type": "invalid_request_error",
+            "param": "messages",
+            "code": "context_length_exceeded",
+        }
+    }
+
+
+def counted_stream(text: str, prompt: int) -> bytes:
+    """A Chat Completions answer of ``text`` whose prompt the server counted as ``prompt``."""
+    stream = openai_text_stream([text])
+    return stream.replace(b'"prompt_tokens": 9', f'"prompt_tokens": {prompt}'.encode())
+
+
+@pytest.mark.parametrize("window", [0, 1])
+async def test_one_lying_refusal_for_length_does_not_poison_the_session(
+    server: ScriptedServer, window: int
+) -> None:
+    # Issue 20: a gateway said the window is 0 (or 1) tokens, once; the request is sent
+    # again and answered, and the next turn is sent too.
+    server.add(
+        Reply.sse(counted_stream("First.", 3_000)),
+        Reply.error(400, lying_refusal(window)),
+        Reply.sse(openai_text_stream(["Second."])),
+        Reply.sse(openai_text_stream(["Third."])),
+    )
+    agent, _, terminal = agent_on(openai(server))
+    assert (await agent.run_turn("one")).screen_line == "Turn finished"
+    outcome = await agent.run_turn("two")
+    assert outcome.screen_line == "Turn finished", outcome.detail
+    assert (await agent.run_turn("three")).screen_line == "Turn finished"
+    assert len(server.requests) == 4
+    assert isinstance(terminal, RecordingTerminal)
+    assert not terminal.of_type(ContextWindowKnown)
+    [said] = [n for n in terminal.of_type(Notice) if n.kind == "window_not_learned"]
+    assert f"the context window is {window} tokens" in said.text and "not learned" in said.text
+
+
+async def test_a_window_below_a_prompt_the_server_accepted_is_not_learned(
+    server: ScriptedServer,
+) -> None:
+    server.add(
+        Reply.sse(counted_stream("First.", 3_000)),
+        Reply.error(400, lying_refusal(2_048, prompt=3_100)),
+        Reply.sse(openai_text_stream(["Second."])),
+    )
+    agent, _, terminal = agent_on(openai(server))
+    await agent.run_turn("one")
+    assert (await agent.run_turn("two")).screen_line == "Turn finished"
+    assert isinstance(terminal, RecordingTerminal)
+    assert not terminal.of_type(ContextWindowKnown)
+    [said] = [n for n in terminal.of_type(Notice) if n.kind == "window_not_learned"]
+    assert "below the prompt of 3,000 tokens the server accepted" in said.text
+
+
+async def test_a_configured_window_wins_over_any_refusal(server: ScriptedServer) -> None:
+    server.add(
+        Reply.error(400, lying_refusal(1)),
+        Reply.sse(openai_text_stream(["Answered."])),
+        Reply.sse(openai_text_stream(["Again."])),
+    )
+    terminal = RecordingTerminal()
+    settings = TurnSettings(context=ContextSettings(window=ContextWindow(32_768, "configuration")))
+    model = openai(server)
+    clock = FakeClock()
+    agent = Agent(TurnPorts(model, clock, FakeRunner(clock), terminal, server=model), settings)
+    assert (await agent.run_turn("one")).screen_line == "Turn finished"
+    assert (await agent.run_turn("two")).screen_line == "Turn finished"
+    assert [e.window for e in terminal.of_type(ContextWindowKnown)] == [32_768]
+    assert server.requests[-1].json()["max_tokens"] == 8_192
+
+
 # The window from the server -----------------------------------------------------------
 
 
@@ -258,21 +337,95 @@ async def test_a_length_cut_at_the_window_ends_clearly_with_no_impossible_contin
     )
 
 
-async def test_a_cut_short_of_its_budget_on_a_server_that_names_no_window_is_the_windows(
+def cut_stream(text: str, prompt: int, answer: int) -> bytes:
+    """A Chat Completions answer of ``text`` cut for length, counted as given."""
+    chunks = [
+        {"choices": [{"index": 0, "delta": {"role": "assistant", "content": text}}]},
+        {"choices": [{"index": 0, "delta": {}, "finish_reason": "length"}]},
+        {"choices": [], "usage": {"prompt_tokens": prompt, "completion_tokens": answer}},
+    ]
+    return (
+        b"".join(b"data: " + json.dumps(c).encode() + b"\n\n" for c in chunks) + b"data: [DONE]\n\n"
+    )
+
+
+async def test_a_cut_short_of_its_budget_with_no_window_known_is_continued(
     server: ScriptedServer,
 ) -> None:
-    # The same llama-server, its /props not reachable: the answer stopped at 334 tokens
-    # of a budget of 8192, so it was the window (1714 + 334) that cut it, not the budget;
-    # a continuation asking twice the budget with the whole answer could never fit.
-    server.add(Reply.sse(stream_file("llamacpp/fill_ctx_stream.sse")))
+    # Issue 20: a gateway caps answers at 12 tokens, far below the 8,192 asked; with no
+    # window known that is no proof of a full one, and the answer is continued.
+    server.add(
+        Reply.sse(cut_stream("The first twelve tokens of the answer", 1752, 12)),
+        Reply.sse(openai_text_stream([" and the rest."])),
+    )
+    out = io.StringIO()
+    agent, _, _ = agent_on(openai(server), JsonLinesTerminal(out))
+    outcome = await agent.run_turn("explain")
+    assert outcome.screen_line == "Turn finished", outcome.detail
+    assert len(server.requests) == 2
+    records = [json.loads(line) for line in out.getvalue().splitlines()]
+    kinds = [r["type"] for r in records]
+    assert "window_filled" not in kinds and "context_window_known" not in kinds
+    [continued] = [r for r in records if r["type"] == "continuation_requested"]
+    assert (continued["cut_at"], continued["short_of"]) == (12, 8192)
+    assert server.requests[1].json()["max_tokens"] == 16384
+
+
+async def test_a_cut_well_below_a_known_window_is_said_as_a_cut(server: ScriptedServer) -> None:
+    # Issue 20: 79 of prompt and 1 of answer on 128,000 tokens did not fill the window.
+    server.add(
+        Reply.sse(stream_file("openai-chat/recorded/4cc50a61.sse")),
+        Reply.sse(openai_text_stream(['city": "Paris"}'])),
+    )
+    out = io.StringIO()
+    settings = TurnSettings(context=ContextSettings(window=ContextWindow(128_000, "configuration")))
+    model = openai(server)
+    ports = TurnPorts(model, FakeClock(), FakeRunner(FakeClock()), PlainTerminal(out), server=model)
+    outcome = await Agent(ports, settings, core_tools()).run_turn("weather as JSON")
+    assert outcome.screen_line == "Turn finished", outcome.detail
+    text = out.getvalue()
+    assert "filled the context window" not in text
+    assert "answer cut at 1 of its 8,192 tokens, not by the context window" in text
+    assert len(server.requests) == 2
+
+
+async def test_a_full_llama_context_unknown_is_learned_from_the_refused_continuation(
+    server: ScriptedServer,
+) -> None:
+    # llama-server -c 2048, its /props not reachable: the answer stopped at 334 of a
+    # budget of 8,192. The continuation is sent; llama-server's own refusal names the
+    # window, and the turn ends naming it and the settings to change.
+    server.add(
+        Reply.sse(stream_file("llamacpp/fill_ctx_stream.sse")),
+        Reply.raw(400, recorded("refusals/llamacpp_over_ctx.json")),
+    )
     agent, _, terminal = agent_on(openai(server))
     outcome = await agent.run_turn("list fruit")
     assert outcome.reason is FailureKind.CONTEXT
     assert "2,048 tokens" in outcome.detail and "context_window" in outcome.detail
-    assert len(server.requests) == 1  # nothing more was sent
+    assert len(server.requests) == 2  # the continuation, then nothing that cannot fit
+    assert isinstance(terminal, RecordingTerminal)
+    [known] = terminal.of_type(ContextWindowKnown)
+    assert known.window == 2048
+
+
+async def test_a_continuation_cut_again_at_once_with_no_room_teaches_the_window(
+    server: ScriptedServer,
+) -> None:
+    # A server that names no window and refuses nothing: the continuation stops after
+    # two tokens at the same 2,048 as the cut before it. That is a ceiling.
+    server.add(
+        Reply.sse(stream_file("llamacpp/fill_ctx_stream.sse")),
+        Reply.sse(cut_stream(" apple", 2046, 2)),
+    )
+    agent, _, terminal = agent_on(openai(server))
+    outcome = await agent.run_turn("list fruit")
+    assert outcome.reason is FailureKind.CONTEXT
+    assert "filled the context window of 2,048 tokens" in outcome.detail
+    assert len(server.requests) == 2
     assert isinstance(terminal, RecordingTerminal)
     names = [type(e).__name__ for e in terminal.events]
-    assert "ContinuationRequested" not in names and "WindowFilled" in names
+    assert "WindowFilled" in names
 
 
 # Proxies and local quirks (issue 16) ----------------------------------------------------

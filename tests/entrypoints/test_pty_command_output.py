@@ -1,0 +1,81 @@
+"""A command's output on a real terminal, read through a terminal emulator (pyte) as a
+person sees it: its last lines live under its row while it runs, then a preview of it
+kept in the transcript on the screen."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pexpect
+import pyte
+import pytest
+
+from tests.entrypoints.test_pty_markdown import read_until
+from tests.processes import treadle_env, write_script
+
+pytestmark = pytest.mark.slow
+
+# Seven ticks, then it waits for the test to let it finish, then thirty lines more.
+COMMAND = (
+    "for i in 1 2 3 4 5 6 7; do echo tick $i; done; printf '\\033[2J\\033]0;x\\007half'; "
+    "for i in $(seq 200); do [ -e go ] && break; sleep 0.05; done; echo; seq 1 30"
+)
+
+
+def test_a_commands_output_shows_live_and_stays_as_a_preview(tmp_path: Path) -> None:
+    script = write_script(
+        tmp_path,
+        {"tool_calls": [{"name": "bash", "arguments": {"command": COMMAND}}]},
+        {"text": "It counted."},
+    )
+    env = treadle_env(tmp_path, TERM="xterm-256color")
+    for inherited in ("NO_COLOR", "COLUMNS", "LINES"):
+        env.pop(inherited, None)
+    rows, columns = 30, 60
+    child = pexpect.spawn(
+        sys.executable,
+        ["-m", "treadle", "--model", f"script:{script}", "--approval", "auto", "count"],
+        cwd=str(tmp_path),
+        env=env,
+        encoding="utf-8",
+        timeout=30,
+        dimensions=(rows, columns),
+    )
+    screen = pyte.Screen(columns, rows)
+    stream = pyte.Stream(screen)
+    shown = read_until(child, screen, stream, lambda shown: "  │ half" in shown)
+    # Live: the running command's row, then its last five lines, newest at the bottom
+    # (the unfinished one too), its escape sequences gone; then the status line.
+    running = next(i for i, row in enumerate(shown) if "bash for i in" in row)
+    assert len(shown[running]) < columns and shown[running].endswith(" s")
+    assert shown[running + 1 : running + 6] == [
+        "  │ tick 4",
+        "  │ tick 5",
+        "  │ tick 6",
+        "  │ tick 7",
+        "  │ half",
+    ]
+    assert shown[running + 6].startswith("running bash")
+    assert not any("tick 3" in row for row in shown)
+    assert screen.title != "x"  # the OSC never reached the terminal
+    (tmp_path / "go").touch()
+    shown = read_until(
+        child, screen, stream, lambda shown: any("Turn finished" in r for r in shown)
+    )
+    child.expect(pexpect.EOF, timeout=30)
+    child.close()
+    assert child.exitstatus == 0
+    # Kept: the finished line with its exit code, and the head and tail of the output.
+    finished = next(i for i, row in enumerate(shown) if row.startswith("✓ bash for i in"))
+    assert "exit 0" in shown[finished]
+    assert shown[finished + 1 : finished + 12] == [
+        "  │ tick 1",
+        "  │ tick 2",
+        "  │ tick 3",
+        "  │ tick 4",
+        "  │ tick 5",
+        "  │ … 28 more lines",
+        *(f"  │ {n}" for n in range(26, 31)),
+    ]
+    assert not any(row.startswith("  │ ") for row in shown[finished + 12 :])
