@@ -14,6 +14,9 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 FOLDERS = ("domain", "ports", "adapters", "entrypoints")
+SOURCE_TREE = pytest.mark.xdist_group("source-tree")
+"""The tests that add a module to the source folders, or read them whole (a wheel, the
+domain's imports): on one pytest-xdist worker, so none sees another's passing module."""
 
 
 def declared() -> dict[str, object]:
@@ -59,6 +62,7 @@ def test_only_the_treadle_namespace_is_importable_from_elsewhere(tmp_path: Path)
     assert done.stdout.strip() == "[]"
 
 
+@SOURCE_TREE
 def test_a_module_added_to_a_folder_is_importable_without_reinstalling(tmp_path: Path):
     added = ROOT / "domain" / "rules" / "_added_by_a_test.py"
     added.write_text("ANSWER = 42\n", encoding="utf-8")
@@ -75,6 +79,7 @@ def test_a_module_added_to_a_folder_is_importable_without_reinstalling(tmp_path:
 
 
 @pytest.mark.slow
+@SOURCE_TREE
 def test_the_wheel_holds_the_treadle_namespace_only(tmp_path: Path):
     build = ["wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(tmp_path)]
     subprocess.run(
