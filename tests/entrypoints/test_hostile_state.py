@@ -157,9 +157,12 @@ def test_a_window_a_lying_refusal_taught_an_older_version_is_no_damage(
         '"detail": "x"}, "usage": {}, "requests": 1, "elapsed": 1.0, "agent": ""}'
     )
     _, env = a_session(tmp_path, f"{FIRST}\n{learned}\n{ended}\n".encode())
+    quick = write_script(tmp_path, {"text": "Gone on."})  # not the demo's tour, taking its time
 
     listed = run_treadle("sessions", cwd=tmp_path, env=env)
-    resumed = run_treadle("--resume", "s1", "--print", "go on", cwd=tmp_path, env=env)
+    resumed = run_treadle(
+        "--resume", "s1", "--model", f"script:{quick}", "--print", "go on", cwd=tmp_path, env=env
+    )
 
     assert "damaged" not in listed.stdout.splitlines()[1].split()
     assert "Traceback" not in resumed.stderr + resumed.stdout
