@@ -179,8 +179,12 @@ def read_instructions(
 def _read_within(path: str, tree: str, room: int) -> tuple[int, bytes]:
     """The size of the file at ``path`` and at most ``room`` bytes of it. A link that
     leads out of ``tree`` (the project, or the user's folder) is not followed: a cloned
-    repository's AGENTS.md must not send ~/.ssh/id_rsa to the model."""
-    real = os.path.realpath(path)
+    repository's AGENTS.md must not send ~/.ssh/id_rsa to the model.
+
+    ``path`` is in a folder already resolved (:func:`instruction_folders`): only a link
+    at its last step needs resolving, and resolving every path whole made 1,200 nested
+    folders cost 700,000 lookups."""
+    real = os.path.realpath(path) if os.path.islink(path) else path
     if os.path.commonpath([real, tree]) != tree:
         raise OSError(errno.EACCES, f"it leads outside {tree} (to {real}); not read")
     descriptor = os.open(real, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
