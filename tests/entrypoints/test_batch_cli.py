@@ -183,12 +183,22 @@ def test_sigterm_stops_a_batch_as_ctrl_c_does(tmp_path, home):
     assert outcomes == ["not started", "paused", "paused"]
 
 
+RAY_NOTICES_A_DEAD_NODE_SOON = {
+    "RAY_health_check_period_ms": "500",
+    "RAY_health_check_timeout_ms": "500",
+    "RAY_health_check_failure_threshold": "2",
+}
+"""Ray's own health checks, every half second: by default Ray takes some 12 s to call
+its raylet dead, time the test only waits."""
+
+
 @pytest.mark.slow
 def test_turns_given_to_a_dead_ray_instance_are_not_started_and_a_rerun_runs_them(tmp_path, home):
     quick = quick_turn_script(tmp_path, seconds=3.0)
     tasks = write_tasks(tmp_path / "tasks.jsonl", [{"id": f"t{n}", "task": "x"} for n in range(3)])
     command = [sys.executable, "-m", "treadle", "batch", str(tasks), "--engine", "ray"]
     command += ["--workers", "1", "--model", f"script:{quick}"]
+    home = {**home, **RAY_NOTICES_A_DEAD_NODE_SOON}
     batch = subprocess.Popen(
         command, cwd=tmp_path, env=home, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
