@@ -170,8 +170,10 @@ def test_ctrl_o_while_the_model_is_thinking_shows_its_reasoning_so_far_and_then_
             "reasoning": [
                 {"kind": "thinking", "text": "Alpha beta.\nGamma HIDDEN delta.", "seal": "s"}
             ],
-            "text": ["It ", "is."],
-            "chunk_delay": 3.0,  # the reasoning is still the last thing streamed meanwhile
+            # One chunk, one wait before it: the reasoning is still the last thing
+            # streamed meanwhile.
+            "text": ["It is."],
+            "chunk_delay": 3.0,
         },
     )
     child = spawn(tmp_path, sys.executable, treadle_args(script))
