@@ -43,11 +43,27 @@ LIVE_ROOM = 8
 _SGR = re.compile(r"\x1b\[[0-9;:?]*[ -/]*[@-~]|\x1b[()][A-Za-z0-9]|\x1b[78=>DEHM]")
 
 
+_NOT_ASCII = re.compile(r"[^\x00-\x7f]")
+_CHAR_WIDTHS: dict[str, int] = {}
+
+
 def cell_width(text: str) -> int:
-    """How many columns ``text`` takes (wide characters two, combining marks none)."""
+    """How many columns ``text`` takes (wide characters two, combining marks none).
+
+    The ASCII characters count one each; only the others are looked up, once each: a
+    status line holds a handful of them (``·``, a spinner) among many ASCII ones.
+    """
     if text.isascii():
         return len(text)
-    return sum(max(0, wcwidth(char)) for char in text)
+    others = _NOT_ASCII.findall(text)
+    widths = _CHAR_WIDTHS
+    extra = 0
+    for char in others:
+        width = widths.get(char)
+        if width is None:
+            width = widths[char] = max(0, wcwidth(char))
+        extra += width
+    return len(text) - len(others) + extra
 
 
 def fit(text: str, width: int) -> str:
@@ -196,19 +212,26 @@ class Screen:
             self.live_rows = 0
             self.shown = ()
 
-    def draw_live(self, rows: Sequence[str], cursor: int | None = None) -> None:
+    def draw_live(
+        self,
+        rows: Sequence[str],
+        cursor: int | None = None,
+        *,
+        size: tuple[int, int] | None = None,
+    ) -> None:
         """Show ``rows`` (already cut to fit) under the log, replacing what was there.
 
         With ``cursor``, the cursor is left on the last row at that column (a prompt);
         otherwise it goes back to the end of the log. Unchanged rows are not redrawn.
+        ``size`` is the window's (width, height) when the caller has just asked for it.
         """
         if not self.live:
             self._draw_bare_prompt(rows[-1] if rows and cursor is not None else None, cursor)
             return
-        width = self.width
+        width, height = size if size is not None else (self.width, self._height())
         if width != self._last_width:
             self._resized(width)
-        rows = tuple(rows[-max(1, self._height() - 2) :]) if rows else ()
+        rows = tuple(rows[-max(1, height - 2) :]) if rows else ()
         if rows and rows == self.shown and cursor == self._cursor:
             return
         if not rows:

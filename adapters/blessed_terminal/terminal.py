@@ -370,8 +370,8 @@ class BlessedTerminal(Prompts):
             self.screen.flush()
 
     def _draw(self, now: float) -> None:
-        width = self.screen.width
-        height = max(1, int(self.term.height)) if self._in_turn else 0
+        # The window's size is asked for once a draw (each ask is a system call).
+        width, height = self.screen.width, max(1, int(self.term.height))
         rows = self.view.live_rows(now, width, height) if self._in_turn else []
         pending = self.answer.pending() if self._in_turn else ""
         if pending:
@@ -381,5 +381,5 @@ class BlessedTerminal(Prompts):
         if self._prompt is not None:
             row, cursor = self._prompt
             rows.append(row)
-        self.screen.draw_live(rows, cursor)
+        self.screen.draw_live(rows, cursor, size=(width, height))
         self._last_draw = now

@@ -92,5 +92,8 @@ def test_unchanged_live_rows_are_not_written_again() -> None:
 
 def test_widths_count_wide_characters_twice() -> None:
     assert cell_width("abc") == 3 and cell_width("漢字") == 4
+    # Mixed: ASCII one each, the others as wcwidth says (a combining mark none).
+    assert cell_width("⠋ running · 漢 e\u0301") == 16
+    assert cell_width("· ·") == 3  # the second time from the table, the same
     assert fit("漢字漢字", 5) == "漢字…"
     assert fit("short", 10) == "short"
