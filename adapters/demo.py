@@ -169,10 +169,6 @@ class DemoModel:
         self._clock = clock
         self._delay = delay
 
-    @property
-    def requests(self) -> list[ModelRequest]:
-        return self._tour.requests
-
     async def facts(self) -> ServerFacts:
         return await self._tour.facts()
 

@@ -5,9 +5,12 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 
+import pytest
+
 from treadle.adapters.fakes import FakeClock, FakeProcess, RecordingTerminal
 from treadle.adapters.fakes import ScriptedResponse as R
 from treadle.domain.loop.prompt import REPORT_REQUEST
+from treadle.domain.loop.settings import TurnSettings
 from treadle.domain.rules.history import is_sendable
 from treadle.domain.values.conversation import ToolCall, Usage
 from treadle.domain.values.events import (
@@ -19,7 +22,7 @@ from treadle.domain.values.events import (
 )
 from treadle.domain.values.model import ToolSpec
 from treadle.domain.values.outcome import OutcomeKind
-from treadle.domain.values.tools import Access, ToolResult
+from treadle.domain.values.tools import Access, ApprovalAnswer, ApprovalRequest, ToolResult
 
 
 def spawn(task: str, call_id: str = "a1", **clocks: float) -> ToolCall:
@@ -259,60 +262,60 @@ async def test_with_no_depth_allowed_the_agent_tool_is_not_offered(rig):
 class SlowPerson(RecordingTerminal):
     """A person who takes ``seconds`` on the clock to answer each question or approval."""
 
-    def __init__(self, seconds: float, answer: str) -> None:
-        super().__init__(approvals=["yes"])
-        self.seconds, self.answer = seconds, answer
+    def __init__(self, seconds: float) -> None:
+        super().__init__()
+        self.seconds = seconds
         self.clock: FakeClock = FakeClock()  # the rig's, once it is built
 
     async def ask_question(self, question: str) -> str | None:
         self.questions.append(question)
         await self.clock.sleep(self.seconds)
-        return self.answer
+        return "a.py"
 
-    async def ask_approval(self, request):
+    async def ask_approval(self, request: ApprovalRequest) -> ApprovalAnswer | None:
         self.approval_requests.append(request)
         await self.clock.sleep(self.seconds)
         return "yes"
 
 
-async def test_a_sub_agent_waiting_on_the_person_is_not_stopped_by_its_deadline(rig):
+ASKS = {
+    "a question": R.calling("ask", question="Which file?"),
+    "an approval": R.calling("bash", command="rm -f build.log"),
+}
+
+
+def waiting_rig(rig, asks: str, deadline: float, then: str, duration: float):
+    """A sub-agent that first waits ten seconds for the person (``asks``), then runs
+    ``then`` for ``duration`` seconds, then answers."""
     script = {
-        "*": [R((), (spawn("ask first", check_interval=1, deadline=3),)), R.saying("ok")],
-        "ask first": [
-            R.calling("ask", question="Which file?"),
-            R.calling("bash", command="make"),
-            R.saying("Done with a.py."),
-        ],
+        "*": [R((), (spawn("ask first", check_interval=1, deadline=deadline),)), R.saying("ok")],
+        "ask first": [ASKS[asks], R.calling("bash", command=then), R.saying("Done with a.py.")],
     }
-    person = SlowPerson(10.0, "a.py")
-    r = rig(script, {"make": FakeProcess("ok", duration=1.5)}, terminal=person)
+    person = SlowPerson(10.0)
+    processes = {then: FakeProcess("ok", duration=duration), "rm -f build.log": FakeProcess()}
+    r = rig(script, processes, terminal=person, settings=TurnSettings(approval="ask"))
     person.clock = r.clock
+    return r, person
+
+
+@pytest.mark.parametrize("asks", ASKS)
+async def test_a_sub_agent_waiting_on_the_person_is_not_stopped_by_its_deadline(rig, asks):
+    r, person = waiting_rig(rig, asks, deadline=3, then="ls", duration=1.5)
     outcome = await r.agent.run_turn("x")
     assert outcome.kind is OutcomeKind.FINISHED
-    assert person.questions == ["Which file?"]
+    assert len(person.questions) + len(person.approval_requests) >= 1
     (finished,) = r.terminal.of_type(SubAgentFinished)
     assert finished.ending == "finished"
-    assert finished.elapsed == 1.5  # the ten seconds of the question are not its own
+    assert finished.elapsed == 1.5  # the ten seconds of waiting are not its own
     assert [p.elapsed for p in r.terminal.of_type(SubAgentProgress)] == [1.0]
-    result = r.model.requests[-1].messages[-1]
-    assert result.text == "Done with a.py."
+    assert r.model.requests[-1].messages[-1].text == "Done with a.py."
 
 
 async def test_the_deadline_still_comes_once_the_answer_is_in(rig):
-    script = {
-        "*": [R((), (spawn("ask first", check_interval=10, deadline=3),)), R.saying("ok")],
-        "ask first": [
-            R.calling("ask", question="Which file?"),
-            R.calling("bash", command="sleep 30"),
-            R.saying("unused"),
-        ],
-    }
-    person = SlowPerson(10.0, "a.py")
-    r = rig(script, {"sleep 30": FakeProcess("", duration=30)}, terminal=person)
-    person.clock = r.clock
+    r, _ = waiting_rig(rig, "a question", deadline=3, then="sleep 30", duration=30)
     started = r.clock.now()
     await r.agent.run_turn("x")
     (finished,) = r.terminal.of_type(SubAgentFinished)
     assert finished.ending == "deadline"
-    assert finished.elapsed >= 3.0
+    assert finished.elapsed == 3.0
     assert r.clock.now() - started >= 13.0  # three seconds of its own after ten of waiting

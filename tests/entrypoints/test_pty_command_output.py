@@ -4,15 +4,12 @@ kept in the transcript on the screen."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
-import pexpect
-import pyte
 import pytest
 
-from tests.entrypoints.test_pty_markdown import read_until
-from tests.processes import treadle_env, write_script
+from tests.emulated_terminal import EmulatedTerminal
+from tests.processes import write_script
 
 pytestmark = pytest.mark.slow
 
@@ -29,22 +26,10 @@ def test_a_commands_output_shows_live_and_stays_as_a_preview(tmp_path: Path) -> 
         {"tool_calls": [{"name": "bash", "arguments": {"command": COMMAND}}]},
         {"text": "It counted."},
     )
-    env = treadle_env(tmp_path, TERM="xterm-256color")
-    for inherited in ("NO_COLOR", "COLUMNS", "LINES"):
-        env.pop(inherited, None)
-    rows, columns = 30, 60
-    child = pexpect.spawn(
-        sys.executable,
-        ["-m", "treadle", "--model", f"script:{script}", "--approval", "auto", "count"],
-        cwd=str(tmp_path),
-        env=env,
-        encoding="utf-8",
-        timeout=30,
-        dimensions=(rows, columns),
-    )
-    screen = pyte.Screen(columns, rows)
-    stream = pyte.Stream(screen)
-    shown = read_until(child, screen, stream, lambda shown: "  │ half" in shown)
+    columns = 60
+    args = ["--model", f"script:{script}", "--approval", "auto", "count"]
+    terminal = EmulatedTerminal(tmp_path, args, columns=columns, rows=30)
+    shown = terminal.read_until(lambda shown: "  │ half" in shown)
     # Live: the running command's row, then its last five lines, newest at the bottom
     # (the unfinished one too), its escape sequences gone; then the status line.
     running = next(i for i, row in enumerate(shown) if "bash for i in" in row)
@@ -58,14 +43,10 @@ def test_a_commands_output_shows_live_and_stays_as_a_preview(tmp_path: Path) -> 
     ]
     assert shown[running + 6].startswith("running bash")
     assert not any("tick 3" in row for row in shown)
-    assert screen.title != "x"  # the OSC never reached the terminal
+    assert terminal.screen.title != "x"  # the OSC never reached the terminal
     (tmp_path / "go").touch()
-    shown = read_until(
-        child, screen, stream, lambda shown: any("Turn finished" in r for r in shown)
-    )
-    child.expect(pexpect.EOF, timeout=30)
-    child.close()
-    assert child.exitstatus == 0
+    shown = terminal.finish()
+    assert any("Turn finished" in row for row in shown)
     # Kept: the finished line with its exit code, and the head and tail of the output.
     finished = next(i for i, row in enumerate(shown) if row.startswith("✓ bash for i in"))
     assert "exit 0" in shown[finished]

@@ -3,18 +3,14 @@ person sees it: rendered, and wrapped at word boundaries to the window's width."
 
 from __future__ import annotations
 
-import contextlib
 import re
-import sys
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 import pexpect
-import pyte
 import pytest
 
-from tests.processes import treadle_env, write_script
+from tests.emulated_terminal import EmulatedTerminal
+from tests.processes import write_script
 
 pytestmark = pytest.mark.slow
 
@@ -48,29 +44,8 @@ def screen_after_turn(folder: Path, columns: int) -> list[str]:
     streamed in pieces that cut words and markup in two."""
     pieces = [ANSWER[i : i + 9] for i in range(0, len(ANSWER), 9)]
     script = write_script(folder, {"text": pieces})
-    env = treadle_env(folder, TERM="xterm-256color")
-    for inherited in ("NO_COLOR", "COLUMNS", "LINES"):
-        env.pop(inherited, None)
-    rows = 60
-    child = pexpect.spawn(
-        sys.executable,
-        ["-m", "treadle", "--model", f"script:{script}", "--approval", "auto", "explain"],
-        cwd=str(folder),
-        env=env,
-        encoding="utf-8",
-        timeout=30,
-        dimensions=(rows, columns),
-    )
-    screen = pyte.Screen(columns, rows)
-    stream = pyte.Stream(screen)
-    while True:
-        try:
-            stream.feed(child.read_nonblocking(65536, timeout=30))
-        except pexpect.EOF:
-            break
-    child.close()
-    assert child.exitstatus == 0
-    return [row.rstrip() for row in screen.display]
+    args = ["--model", f"script:{script}", "--approval", "auto", "explain"]
+    return EmulatedTerminal(folder, args, columns=columns, rows=60).finish()
 
 
 @pytest.mark.parametrize("columns", [40, 60, 80, 120])
@@ -103,23 +78,6 @@ def test_an_answer_is_rendered_and_wrapped_at_word_boundaries(tmp_path: Path, co
     assert header.index("│", 1) == body.index("│", 1)  # the columns line up
 
 
-def read_until(
-    child: pexpect.spawn,
-    screen: pyte.Screen,
-    stream: pyte.Stream,
-    done: Callable[[list[str]], bool],
-) -> list[str]:
-    """Feed what the terminal is sent into the emulator until its rows satisfy
-    ``done`` (or 10 s pass); the rows then shown."""
-    end = time.monotonic() + 10
-    while True:
-        shown = [row.rstrip() for row in screen.display]
-        if done(shown) or time.monotonic() > end:
-            return shown
-        with contextlib.suppress(pexpect.TIMEOUT):
-            stream.feed(child.read_nonblocking(65536, timeout=0.05))
-
-
 # The command runs until the test has resized the terminal: the status line says so.
 WAIT_FOR_GO = "while [ ! -e go ]; do sleep 0.01; done"
 
@@ -137,26 +95,13 @@ def test_after_resizes_the_screen_holds_one_status_line_and_no_fragments(
         },
         {"text": "It finished."},
     )
-    env = treadle_env(tmp_path, TERM="xterm-256color")
-    for inherited in ("NO_COLOR", "COLUMNS", "LINES"):
-        env.pop(inherited, None)
-    rows, columns = 24, 120
-    child = pexpect.spawn(
-        sys.executable,
-        ["-m", "treadle", "--model", f"script:{script}", "--approval", approval, "wait"],
-        cwd=str(tmp_path),
-        env=env,
-        encoding="utf-8",
-        timeout=30,
-        dimensions=(rows, columns),
-    )
-    screen = pyte.Screen(columns, rows)
-    stream = pyte.Stream(screen)
+    args = ["--model", f"script:{script}", "--approval", approval, "wait"]
+    terminal = EmulatedTerminal(tmp_path, args, columns=120, rows=24)
+    child = terminal.child
     expected = "waiting for your answer" if approval == "ask" else "running bash"
-    read_until(child, screen, stream, lambda shown: any(expected in row for row in shown))
+    terminal.read_until(lambda shown: any(expected in row for row in shown))
     for width in (60, 40, 100):
-        screen.resize(rows, width)
-        child.setwinsize(rows, width)
+        terminal.resize(width)
 
         def redrawn(shown: list[str], width: int = width) -> bool:
             status = [row for row in shown if "Esc to stop" in row]
@@ -166,7 +111,7 @@ def test_after_resizes_the_screen_holds_one_status_line_and_no_fragments(
                 and not any("tokens" in row and "Esc to stop" not in row for row in shown)
             )
 
-        shown = read_until(child, screen, stream, redrawn)
+        shown = terminal.read_until(redrawn)
         status = [row for row in shown if "Esc to stop" in row]
         assert len(status) == 1, shown
         assert status[0].startswith("waiting for your answer" if approval == "ask" else "running")
