@@ -23,11 +23,12 @@ import signal
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from acp import PROTOCOL_VERSION, RequestError
 from acp.agent.connection import AgentSideConnection
 from acp.helpers import update_agent_message_text, update_current_mode
+from acp.interfaces import Agent as AcpAgent
 from acp.interfaces import Client
 from acp.schema import (
     AgentCapabilities,
@@ -120,7 +121,11 @@ class TreadleAgent:
         self.client = conn
 
     async def initialize(
-        self, protocol_version: int, client_capabilities: Any = None, client_info: Any = None, **_: Any
+        self,
+        protocol_version: int,
+        client_capabilities: Any = None,
+        client_info: Any = None,
+        **_: Any,
     ) -> InitializeResponse:
         return InitializeResponse(
             protocol_version=min(protocol_version, PROTOCOL_VERSION),
@@ -134,9 +139,7 @@ class TreadleAgent:
     async def authenticate(self, method_id: str, **_: Any) -> None:
         return None
 
-    async def new_session(
-        self, cwd: str, mcp_servers: Any = None, **_: Any
-    ) -> NewSessionResponse:
+    async def new_session(self, cwd: str, mcp_servers: Any = None, **_: Any) -> NewSessionResponse:
         app = self._config(cwd)
         session = await self._open(app, new_session_id(), resuming=False)
         return NewSessionResponse(session_id=session.id, modes=self._modes(session))
@@ -151,7 +154,9 @@ class TreadleAgent:
             found = store.find(session_id)
             meta = store.meta(found)
         except (SessionNotFound, MetaDamaged) as error:
-            raise RequestError.invalid_params({"sessionId": session_id, "reason": str(error)}) from None
+            raise RequestError.invalid_params(
+                {"sessionId": session_id, "reason": str(error)}
+            ) from None
         recorded = {"model": meta.model, "base_url": meta.base_url, "workspace": meta.workspace}
         app = self._config(cwd, session=(found, recorded))
         session = await self._open(app, found, resuming=True)
@@ -159,7 +164,9 @@ class TreadleAgent:
         await session.terminal.flush()
         return LoadSessionResponse(modes=self._modes(session))
 
-    async def set_session_mode(self, mode_id: str, session_id: str, **_: Any) -> SetSessionModeResponse:
+    async def set_session_mode(
+        self, mode_id: str, session_id: str, **_: Any
+    ) -> SetSessionModeResponse:
         session = self._session(session_id)
         if mode_id not in {mode.id for mode in MODES}:
             known = ", ".join(mode.id for mode in MODES)
@@ -220,11 +227,16 @@ class TreadleAgent:
         folder = str(sessions_dir() / session_id)
         container = session_container(app, mode="acp", session_dir=folder, resume_hint="")
         container.interactive.override(providers.Object(True))  # the editor answers approvals
-        terminal = AcpTerminal(self.client, session_id, os.path.realpath(app.workspace))
+        terminal = AcpTerminal(self.client, session_id, _real(app.workspace))
         container.terminal.override(providers.Object(terminal))
+        refused: tuple[type[Exception], ...] = (
+            ModelNotConfigured,
+            SessionBusy,
+            *unusable_session(),
+        )
         try:
             agent = await start_session(container)
-        except (ModelNotConfigured, *unusable_session(), SessionBusy) as error:
+        except refused as error:
             await end_session(container)
             raise RequestError.invalid_params({"reason": str(error)}) from None
         except BaseException:
@@ -237,17 +249,23 @@ class TreadleAgent:
         container.leave_now().agent = agent
         session = AcpSession(session_id, container, agent, terminal)
         self.sessions[session_id] = session
-        log.info("session %s %s in %s", session_id, "resumed" if resuming else "opened", app.workspace)
+        log.info(
+            "session %s %s in %s", session_id, "resumed" if resuming else "opened", app.workspace
+        )
         return session
 
     def _session(self, session_id: str) -> AcpSession:
         session = self.sessions.get(session_id)
         if session is None:
-            raise RequestError.invalid_params({"sessionId": session_id, "reason": "no such session"})
+            raise RequestError.invalid_params(
+                {"sessionId": session_id, "reason": "no such session"}
+            )
         return session
 
     def _modes(self, session: AcpSession) -> SessionModeState:
-        return SessionModeState(current_mode_id=session.agent.settings.approval, available_modes=list(MODES))
+        return SessionModeState(
+            current_mode_id=session.agent.settings.approval, available_modes=list(MODES)
+        )
 
     async def close(self) -> None:
         """Stop every running turn (its commands with it) and close every session."""
@@ -264,6 +282,10 @@ class TreadleAgent:
             with contextlib.suppress(Exception):
                 await end_session(session.container)
         self.sessions.clear()
+
+
+def _real(path: str) -> str:
+    return os.path.realpath(path)
 
 
 def prompt_text(blocks: Sequence[Any]) -> str:
@@ -317,7 +339,7 @@ async def serve(agent: TreadleAgent, protocol: Any) -> None:
     await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
     transport, writing = await loop.connect_write_pipe(_WriteProtocol, protocol)
     writer = asyncio.StreamWriter(transport, writing, None, loop)
-    connection = AgentSideConnection(agent, writer, reader, listening=False)
+    connection = AgentSideConnection(cast(AcpAgent, agent), writer, reader, listening=False)
     listening = asyncio.ensure_future(connection.listen())
     for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         loop.add_signal_handler(signum, listening.cancel)

@@ -62,7 +62,9 @@ class AcpTerminal:
         elif isinstance(event, ToolFinished) and event.call.name in EDITS:
             path = self._path(event.call)
             if path:
-                change = FileChange(path, self._before.pop(event.call.id, None), self._read(event.call))
+                change = FileChange(
+                    path, self._before.pop(event.call.id, None), self._read(event.call)
+                )
         self.send(*self.updates.of(event, change))
 
     async def ask_approval(self, request: ApprovalRequest) -> ApprovalAnswer | None:
@@ -75,7 +77,9 @@ class AcpTerminal:
         if request.call_id and request.call_id not in self.updates.known_calls:
             self.send(self.updates.announced(call, request.summary, request.agent))
         await self.flush()
-        content = [tool_content(text_block(request.diff))] if request.diff else None
+        content: list[Any] | None = (
+            [tool_content(text_block(request.diff))] if request.diff else None
+        )
         asked = ToolCallUpdate(
             tool_call_id=call.id,
             title=f"{request.tool}: {request.summary}",
@@ -164,4 +168,4 @@ def _joined(queue: asyncio.Queue[Any]) -> Any:
         ):
             break
         parts.append(queue.get_nowait().content.text)
-    return type(update)(session_update=update.session_update, content=text_block("".join(parts)))
+    return update.model_copy(update={"content": text_block("".join(parts))})

@@ -26,7 +26,7 @@ from acp.helpers import (
     update_tool_call,
     update_user_message_text,
 )
-from acp.schema import ToolCallLocation, ToolKind
+from acp.schema import ToolCallLocation, ToolCallStatus, ToolKind
 
 from treadle.domain.values.conversation import Message, ToolCall
 from treadle.domain.values.events import (
@@ -176,9 +176,9 @@ class Updates:
 
     def _finished(self, event: ToolFinished, change: FileChange | None) -> Any:
         call = event.call
-        status = "failed" if event.is_error else "completed"
+        status: ToolCallStatus = "failed" if event.is_error else "completed"
         content: list[Any] = []
-        if change is not None and (change.new is not None or change.old is not None):
+        if change is not None and change.new != change.old:
             content.append(tool_diff_content(change.path, change.new or "", change.old))
         elif event.diff:
             content.append(tool_content(text_block(bounded(event.diff))))

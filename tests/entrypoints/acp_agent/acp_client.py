@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import sys
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from acp import PROTOCOL_VERSION, spawn_agent_process
 from acp.client.connection import ClientSideConnection
+from acp.interfaces import Client
 from acp.schema import (
     AllowedOutcome,
     DeniedOutcome,
@@ -71,18 +71,12 @@ class RecordingClient:
         )
 
 
-def write_script(folder: Path, responses: Sequence[dict[str, Any]]) -> Path:
-    script = folder / "script.json"
-    script.write_text(json.dumps({"responses": list(responses)}))
-    return script
-
-
 @asynccontextmanager
 async def treadle_acp(
     client: RecordingClient, home: Path, *flags: str, cwd: Path | None = None
 ) -> AsyncIterator[tuple[ClientSideConnection, asyncio.subprocess.Process]]:
     async with spawn_agent_process(
-        client,
+        cast(Client, client),
         sys.executable,
         "-m",
         "treadle",
