@@ -27,6 +27,7 @@ SUBCOMMANDS = (
     "redo",
     "diff",
     "batch",
+    "acp",
 )
 
 
@@ -37,7 +38,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="Also: treadle replay TRANSCRIPT [--check] [--recorded-tools] · "
         "treadle sessions · treadle config · treadle mcp · treadle context · "
         "treadle trust [FOLDER] · treadle undo · treadle redo · treadle diff · "
-        "treadle batch TASKS.jsonl",
+        "treadle batch TASKS.jsonl · treadle acp (for editors)",
     )
     parser.add_argument("task", nargs="?", help="the task for one turn (none: interactive)")
     parser.add_argument("--model", help=f"the model: {USAGES}")
@@ -80,6 +81,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         # turns it back on once it is built (session.collect_from_now_on).
         gc.disable()
     try:
+        if argv[:1] == ["acp"]:
+            from treadle.entrypoints.acp import run_acp_command
+
+            return run_acp_command(argv[1:])
         if argv[:1] == ["batch"]:
             from treadle.entrypoints.batch import run_batch_command
 

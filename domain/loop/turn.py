@@ -386,7 +386,7 @@ class Agent:
             diff = ""
             if isinstance(tool, PreviewsChanges):  # the person sees what they say yes to
                 diff = await tool.preview(arguments, self._context(stop))
-            request = ApprovalRequest(call.name, summary, decision.prefix, self.name, diff)
+            request = ApprovalRequest(call.name, summary, decision.prefix, self.name, diff, call.id)
             self.waiting_on_person(True)
             try:
                 reply = await self.ports.terminal.ask_approval(request)

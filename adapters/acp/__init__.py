@@ -1,0 +1,1 @@
+"""The Terminal port for an editor over the Agent Client Protocol (``treadle acp``)."""

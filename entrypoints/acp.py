@@ -1,0 +1,356 @@
+"""``treadle acp``: treadle as an Agent Client Protocol agent, for editors (issue 24).
+
+JSON-RPC over stdin and stdout, through the official SDK (``agent-client-protocol``).
+Each ACP session is a treadle session of its own, with its transcript, checkpoints and
+container, in the folder the client names; ``session/prompt`` runs one turn on it,
+``session/cancel`` stops that turn as Esc does (every command's tree killed, the turn
+paused with a valid conversation), ``session/load`` continues any recorded session.
+The approval policies are the session's modes. stdout carries nothing but protocol
+messages: whatever else would be printed goes to stderr, the tracebacks to the
+session's ``treadle.log``. When the client closes stdin, or a signal comes, every turn
+is stopped, every session closed and treadle exits.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import dataclasses
+import logging
+import os
+import signal
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, cast
+
+from acp import PROTOCOL_VERSION, RequestError
+from acp.agent.connection import AgentSideConnection
+from acp.helpers import update_agent_message_text, update_current_mode
+from acp.interfaces import Agent as AcpAgent
+from acp.interfaces import Client
+from acp.schema import (
+    AgentCapabilities,
+    EmbeddedResourceContentBlock,
+    Implementation,
+    InitializeResponse,
+    LoadSessionResponse,
+    NewSessionResponse,
+    PromptCapabilities,
+    PromptResponse,
+    ResourceContentBlock,
+    SessionMode,
+    SessionModeState,
+    SetSessionModeResponse,
+    StopReason,
+    TextContentBlock,
+    TextResourceContents,
+)
+
+from treadle import __version__
+from treadle.adapters.acp.terminal import AcpTerminal
+from treadle.adapters.acp.updates import history_updates
+from treadle.adapters.sessions import MetaDamaged, SessionBusy, SessionNotFound, SessionStore
+from treadle.domain.loop.stop import StoppedFirst, StopSignal
+from treadle.domain.loop.turn import Agent
+from treadle.domain.values.outcome import OutcomeKind, TurnOutcome
+from treadle.domain.values.text import well_formed
+from treadle.entrypoints.config import USAGE_ERROR, AppConfig, ConfigError, load_config
+from treadle.entrypoints.container import (
+    Container,
+    ModelNotConfigured,
+    collect_from_now_on,
+    end_session,
+    session_container,
+    start_session,
+    unusable_session,
+)
+from treadle.entrypoints.injector import providers
+from treadle.entrypoints.paths import sessions_dir
+from treadle.entrypoints.session import missing_key, new_session_id
+
+log = logging.getLogger("treadle.acp")
+
+MODES = (
+    SessionMode(id="ask", name="Ask", description="ask before a call that writes or runs"),
+    SessionMode(id="auto", name="Auto", description="run calls without asking"),
+    SessionMode(id="read-only", name="Read only", description="refuse calls that write or run"),
+)
+"""treadle's approval policies, as ACP session modes."""
+
+STOP_REASONS: dict[OutcomeKind, StopReason] = {
+    OutcomeKind.FINISHED: "end_turn",
+    OutcomeKind.PAUSED: "cancelled",
+    OutcomeKind.FAILED: "end_turn",
+    OutcomeKind.BLOCKED: "end_turn",
+    OutcomeKind.WAITING: "end_turn",
+}
+"""How a turn's outcome ends an ACP prompt; every one but finished and paused also says
+its line, so that the person sees why."""
+
+STOPPING = 5.0
+"""The longest the end waits for the stopped turns to record how they ended."""
+
+
+def stop_reason(outcome: TurnOutcome) -> StopReason:
+    return STOP_REASONS[outcome.kind]
+
+
+@dataclass
+class AcpSession:
+    """One session the client opened: its container, agent, screen and running turn."""
+
+    id: str
+    container: Container
+    agent: Agent
+    terminal: AcpTerminal
+    stop: StopSignal | None = None
+    turn: asyncio.Task[TurnOutcome] | None = None
+
+
+class TreadleAgent:
+    """The ACP ``Agent`` side: each request, answered from treadle's sessions."""
+
+    def __init__(self, flags: dict[str, object]) -> None:
+        self.flags = flags
+        self.client: Client | None = None
+        self.sessions: dict[str, AcpSession] = {}
+
+    def on_connect(self, conn: Client) -> None:
+        self.client = conn
+
+    async def initialize(
+        self,
+        protocol_version: int,
+        client_capabilities: Any = None,
+        client_info: Any = None,
+        **_: Any,
+    ) -> InitializeResponse:
+        return InitializeResponse(
+            protocol_version=min(protocol_version, PROTOCOL_VERSION),
+            agent_capabilities=AgentCapabilities(
+                load_session=True,
+                prompt_capabilities=PromptCapabilities(embedded_context=True),
+            ),
+            agent_info=Implementation(name="treadle", title="treadle", version=__version__),
+        )
+
+    async def authenticate(self, method_id: str, **_: Any) -> None:
+        return None
+
+    async def new_session(self, cwd: str, mcp_servers: Any = None, **_: Any) -> NewSessionResponse:
+        app = self._config(cwd)
+        session = await self._open(app, new_session_id(), resuming=False)
+        return NewSessionResponse(session_id=session.id, modes=self._modes(session))
+
+    async def load_session(
+        self, cwd: str, session_id: str, mcp_servers: Any = None, **_: Any
+    ) -> LoadSessionResponse:
+        if session_id in self.sessions:
+            raise RequestError.invalid_params({"sessionId": session_id, "reason": "open already"})
+        store = SessionStore(sessions_dir())
+        try:
+            found = store.find(session_id)
+            meta = store.meta(found)
+        except (SessionNotFound, MetaDamaged) as error:
+            raise RequestError.invalid_params(
+                {"sessionId": session_id, "reason": str(error)}
+            ) from None
+        recorded = {"model": meta.model, "base_url": meta.base_url, "workspace": meta.workspace}
+        app = self._config(cwd, session=(found, recorded))
+        session = await self._open(app, found, resuming=True)
+        session.terminal.send(*history_updates(list(session.agent.history.messages)))
+        await session.terminal.flush()
+        return LoadSessionResponse(modes=self._modes(session))
+
+    async def set_session_mode(
+        self, mode_id: str, session_id: str, **_: Any
+    ) -> SetSessionModeResponse:
+        session = self._session(session_id)
+        if mode_id not in {mode.id for mode in MODES}:
+            known = ", ".join(mode.id for mode in MODES)
+            raise RequestError.invalid_params({"modeId": mode_id, "reason": f"one of {known}"})
+        agent = session.agent
+        agent.settings = dataclasses.replace(agent.settings, approval=mode_id)  # type: ignore[arg-type]
+        session.terminal.send(update_current_mode(mode_id))
+        await session.terminal.flush()
+        return SetSessionModeResponse()
+
+    async def prompt(self, prompt: list[Any], session_id: str, **_: Any) -> PromptResponse:
+        session = self._session(session_id)
+        if session.stop is not None:
+            raise RequestError.invalid_request({"reason": "a turn is running in this session"})
+        task = prompt_text(prompt)
+        if not task.strip():
+            raise RequestError.invalid_params({"reason": "the prompt holds no text"})
+        stop = StopSignal()
+        session.stop = stop
+        session.turn = asyncio.ensure_future(session.agent.run_turn(task, stop))
+        try:
+            outcome = await asyncio.shield(session.turn)
+        finally:
+            session.stop = None
+        terminal = session.terminal
+        if outcome.kind is not OutcomeKind.FINISHED:
+            terminal.send(update_agent_message_text(f"\n\n{outcome.screen_line}\n"))
+        await terminal.flush()
+        return PromptResponse(stop_reason=stop_reason(outcome))
+
+    async def cancel(self, session_id: str, **_: Any) -> None:
+        session = self.sessions.get(session_id)
+        if session is not None and session.stop is not None:
+            session.stop.set("interrupted")
+
+    async def ext_method(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        raise RequestError.method_not_found(method)
+
+    async def ext_notification(self, method: str, params: dict[str, Any]) -> None:
+        return None
+
+    # Sessions -------------------------------------------------------------------
+
+    def _config(self, cwd: str, session: tuple[str, dict[str, str]] | None = None) -> AppConfig:
+        if not os.path.isabs(cwd):
+            raise RequestError.invalid_params({"cwd": cwd, "reason": "not an absolute path"})
+        try:
+            app = load_config(flags=self.flags, environ=os.environ, session=session, cwd=cwd)
+        except ConfigError as error:
+            raise RequestError.invalid_params({"reason": str(error)}) from None
+        missing = missing_key(app)
+        if missing:
+            raise RequestError.auth_required({"reason": missing})
+        return app
+
+    async def _open(self, app: AppConfig, session_id: str, *, resuming: bool) -> AcpSession:
+        assert self.client is not None
+        folder = str(sessions_dir() / session_id)
+        container = session_container(app, mode="acp", session_dir=folder, resume_hint="")
+        container.interactive.override(providers.Object(True))  # the editor answers approvals
+        terminal = AcpTerminal(self.client, session_id, _real(app.workspace))
+        container.terminal.override(providers.Object(terminal))
+        refused: tuple[type[Exception], ...] = (
+            ModelNotConfigured,
+            SessionBusy,
+            *unusable_session(),
+        )
+        try:
+            agent = await start_session(container)
+        except refused as error:
+            await end_session(container)
+            raise RequestError.invalid_params({"reason": str(error)}) from None
+        except BaseException:
+            await end_session(container)
+            raise
+        if isinstance(agent, StoppedFirst):  # pragma: no cover - no stop before a session
+            await end_session(container)
+            raise RequestError.internal_error({"reason": "stopped while starting"})
+        collect_from_now_on()
+        container.leave_now().agent = agent
+        session = AcpSession(session_id, container, agent, terminal)
+        self.sessions[session_id] = session
+        log.info(
+            "session %s %s in %s", session_id, "resumed" if resuming else "opened", app.workspace
+        )
+        return session
+
+    def _session(self, session_id: str) -> AcpSession:
+        session = self.sessions.get(session_id)
+        if session is None:
+            raise RequestError.invalid_params(
+                {"sessionId": session_id, "reason": "no such session"}
+            )
+        return session
+
+    def _modes(self, session: AcpSession) -> SessionModeState:
+        return SessionModeState(
+            current_mode_id=session.agent.settings.approval, available_modes=list(MODES)
+        )
+
+    async def close(self) -> None:
+        """Stop every running turn (its commands with it) and close every session."""
+        running = [s for s in self.sessions.values() if s.stop is not None]
+        for session in running:
+            assert session.stop is not None
+            session.stop.set("interrupted")
+        turns = [s.turn for s in running if s.turn is not None]
+        if turns:  # a stopped turn ends in well under a second; never wait for ever
+            await asyncio.wait(turns, timeout=STOPPING)
+        for session in list(self.sessions.values()):
+            with contextlib.suppress(Exception):
+                await session.terminal.close()
+            with contextlib.suppress(Exception):
+                await end_session(session.container)
+        self.sessions.clear()
+
+
+def _real(path: str) -> str:
+    return os.path.realpath(path)
+
+
+def prompt_text(blocks: Sequence[Any]) -> str:
+    """The task a prompt's content blocks make: its text, and the text of the resources
+    it embeds (a file the person attached), each headed by its name."""
+    parts: list[str] = []
+    for block in blocks:
+        if isinstance(block, TextContentBlock):
+            parts.append(block.text)
+        elif isinstance(block, EmbeddedResourceContentBlock):
+            resource = block.resource
+            if isinstance(resource, TextResourceContents):
+                parts.append(f"<context uri={resource.uri!r}>\n{resource.text}\n</context>")
+        elif isinstance(block, ResourceContentBlock):
+            parts.append(f"(see {block.uri})")
+    return well_formed("\n\n".join(parts))
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="treadle acp",
+        description="treadle as an Agent Client Protocol agent on stdin and stdout (for editors)",
+    )
+    parser.add_argument("--model", help="the model (as for treadle)")
+    parser.add_argument("--base-url", help="the model server")
+    parser.add_argument("--approval", choices=[mode.id for mode in MODES])
+    parser.add_argument("--sandbox", choices=["workspace-write", "read-only", "off"])
+    return parser
+
+
+def run_acp_command(argv: Sequence[str]) -> int:
+    args = build_parser().parse_args(list(argv))
+    flags = {k: v for k, v in vars(args).items() if v is not None}
+    protocol = os.fdopen(os.dup(sys.stdout.fileno()), "wb", buffering=0)
+    # From here on fd 1 is stderr: a stray print (ours, a library's) cannot break the
+    # protocol, which alone writes to the real stdout.
+    sys.stdout.flush()
+    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
+    try:
+        asyncio.run(serve(TreadleAgent(flags), protocol))
+    except ConfigError as error:
+        print(f"treadle: {error}", file=sys.stderr)
+        return USAGE_ERROR
+    return 0
+
+
+async def serve(agent: TreadleAgent, protocol: Any) -> None:
+    """Answer the client on stdin and ``protocol`` until stdin closes or a signal comes."""
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader(limit=50 * 1024 * 1024)
+    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
+    transport, writing = await loop.connect_write_pipe(_WriteProtocol, protocol)
+    writer = asyncio.StreamWriter(transport, writing, None, loop)
+    connection = AgentSideConnection(cast(AcpAgent, agent), writer, reader, listening=False)
+    listening = asyncio.ensure_future(connection.listen())
+    for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        loop.add_signal_handler(signum, listening.cancel)
+    try:
+        with contextlib.suppress(asyncio.CancelledError):
+            await listening
+    finally:
+        await agent.close()
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(asyncio.shield(connection.close()), 1.0)
+
+
+class _WriteProtocol(asyncio.streams.FlowControlMixin):
+    """A pipe's writing side that ``StreamWriter.drain`` can wait on."""

@@ -1,0 +1,313 @@
+"""``treadle acp`` driven over a real pipe by the official SDK's client side (issue 24):
+a turn's updates in order, permissions answered each way, cancel as Esc, load and go on,
+modes, and what the client sees of bad requests."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+from pathlib import Path
+from typing import Any
+
+import pytest
+from acp import RequestError, text_block
+
+from tests.entrypoints.acp_agent.acp_client import RecordingClient, treadle_acp
+from tests.processes import gone_within, is_running, wait_for_pid, write_script
+
+pytestmark = [pytest.mark.slow]
+
+
+def bash(command: str) -> dict[str, object]:
+    return {"tool_calls": [{"name": "bash", "arguments": {"command": command}}]}
+
+
+def saying(text: str) -> dict[str, object]:
+    return {"text": [text]}
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    folder = tmp_path / "project"
+    folder.mkdir()
+    (folder / "notes.txt").write_text("old line\n")
+    return folder
+
+
+async def new_session(conn: Any, workspace: Path) -> str:
+    session = await conn.new_session(cwd=str(workspace), mcp_servers=[])
+    return str(session.session_id)
+
+
+async def test_a_turn_streams_its_call_its_output_its_diff_then_the_answer(
+    tmp_path: Path, workspace: Path
+) -> None:
+    edit = {"path": "notes.txt", "old_string": "old line", "new_string": "new line"}
+    script = write_script(
+        tmp_path,
+        bash("echo built; echo twice"),
+        {"tool_calls": [{"name": "edit_file", "arguments": edit}]},
+        {"text": ["All ", "done", "."]},
+    )
+    client = RecordingClient()
+    async with treadle_acp(
+        client, tmp_path, "--model", f"script:{script}", "--approval", "auto"
+    ) as (
+        conn,
+        _,
+    ):
+        session_id = await new_session(conn, workspace)
+        reply = await conn.prompt(session_id=session_id, prompt=[text_block("fix it")])
+    assert reply.stop_reason == "end_turn"
+    calls = [u for u in client.updates if u.session_update in ("tool_call", "tool_call_update")]
+    started, ran, opened, edited = calls[0], calls[-3], calls[-2], calls[-1]
+    assert (started.session_update, started.kind, started.title) == (
+        "tool_call",
+        "execute",
+        "bash: echo built; echo twice",
+    )
+    assert ran.status == "completed" and "built\ntwice" in ran.content[-1].content.text
+    assert opened.session_update == "tool_call" and opened.kind == "edit"
+    assert [loc.path for loc in opened.locations] == [str(workspace / "notes.txt")]
+    assert edited.status == "completed"
+    diff = edited.content[0]
+    assert (diff.type, diff.path, diff.old_text, diff.new_text) == (
+        "diff",
+        str(workspace / "notes.txt"),
+        "old line\n",
+        "new line\n",
+    )
+    kinds = client.kinds()
+    assert kinds.index("agent_message_chunk") > kinds.index("tool_call_update")
+    assert client.text() == "All done."
+
+
+@pytest.mark.parametrize(
+    ("answer", "ran", "asked_again"),
+    [
+        ("once", True, True),
+        ("always", True, False),
+        ("reject", False, True),
+        ("cancel", False, True),
+    ],
+)
+async def test_a_call_the_policy_asks_about_is_a_permission_request_answered_each_way(
+    tmp_path: Path, workspace: Path, answer: str, ran: bool, asked_again: bool
+) -> None:
+    script = write_script(tmp_path, bash("touch one.txt"), bash("touch two.txt"), saying("ok"))
+    client = RecordingClient(answer=answer)
+    async with treadle_acp(
+        client, tmp_path, "--model", f"script:{script}", "--approval", "ask"
+    ) as (
+        conn,
+        _,
+    ):
+        session_id = await new_session(conn, workspace)
+        reply = await conn.prompt(session_id=session_id, prompt=[text_block("write")])
+    assert reply.stop_reason == "end_turn"
+    assert client.asked[0].title == "bash: touch one.txt"
+    assert client.asked[0].tool_call_id == "call_1"  # the call the editor already shows
+    assert (workspace / "one.txt").exists() is ran
+    assert len(client.asked) == (2 if asked_again else 1)
+    finished = [u for u in client.updates if getattr(u, "status", None) in ("completed", "failed")]
+    assert finished[0].status == ("completed" if ran else "failed")
+
+
+async def test_cancel_stops_the_running_command_tree_at_once_and_the_prompt_ends_cancelled(
+    tmp_path: Path, workspace: Path
+) -> None:
+    script = write_script(tmp_path, bash("sleep 30 & echo $! > sleep.pid; wait"), saying("never"))
+    client = RecordingClient()
+    async with treadle_acp(
+        client, tmp_path, "--model", f"script:{script}", "--approval", "auto"
+    ) as (
+        conn,
+        _,
+    ):
+        session_id = await new_session(conn, workspace)
+        prompt = asyncio.ensure_future(
+            conn.prompt(session_id=session_id, prompt=[text_block("wait")])
+        )
+        pid = await asyncio.to_thread(wait_for_pid, workspace / "sleep.pid")
+        loop = asyncio.get_running_loop()
+        cancelled = loop.time()
+        await conn.cancel(session_id=session_id)
+        await asyncio.to_thread(gone_within, pid, 2.0)
+        gone = loop.time() - cancelled
+        reply = await prompt
+    assert not is_running(pid)
+    assert gone < 0.2, f"the command's tree took {gone:.3f} s to go"
+    assert reply.stop_reason == "cancelled"
+
+
+async def test_a_paused_session_loads_with_its_history_and_a_second_prompt_goes_on(
+    tmp_path: Path, workspace: Path
+) -> None:
+    script = write_script(tmp_path, bash("sleep 30"), saying("never"))
+    client = RecordingClient()
+    async with treadle_acp(
+        client, tmp_path, "--model", f"script:{script}", "--approval", "auto"
+    ) as (
+        conn,
+        _,
+    ):
+        session_id = await new_session(conn, workspace)
+        prompt = asyncio.ensure_future(
+            conn.prompt(session_id=session_id, prompt=[text_block("the first task")])
+        )
+        await client.until(lambda c: "tool_call" in c.kinds())
+        await conn.cancel(session_id=session_id)
+        assert (await prompt).stop_reason == "cancelled"
+    script = write_script(tmp_path, saying("Going on from where it stopped."))
+    again = RecordingClient()
+    async with treadle_acp(again, tmp_path, "--model", f"script:{script}") as (conn, _):
+        await conn.load_session(cwd=str(workspace), session_id=session_id, mcp_servers=[])
+        replayed = list(again.updates)
+        reply = await conn.prompt(session_id=session_id, prompt=[text_block("go on")])
+    assert replayed[0].session_update == "user_message_chunk"
+    assert replayed[0].content.text == "the first task"
+    assert any(u.session_update == "tool_call" and "sleep 30" in u.title for u in replayed)
+    assert reply.stop_reason == "end_turn"
+    assert again.text().endswith("Going on from where it stopped.")
+
+
+async def test_switching_to_read_only_refuses_a_command_that_auto_ran(
+    tmp_path: Path, workspace: Path
+) -> None:
+    script = write_script(
+        tmp_path, bash("touch first"), saying("done"), bash("touch second"), saying("refused")
+    )
+    client = RecordingClient()
+    async with treadle_acp(
+        client, tmp_path, "--model", f"script:{script}", "--approval", "auto"
+    ) as (
+        conn,
+        _,
+    ):
+        session_id = await new_session(conn, workspace)
+        await conn.prompt(session_id=session_id, prompt=[text_block("one")])
+        await conn.set_session_mode(session_id=session_id, mode_id="read-only")
+        await conn.prompt(session_id=session_id, prompt=[text_block("two")])
+        with pytest.raises(RequestError):
+            await conn.set_session_mode(session_id=session_id, mode_id="yolo")
+    assert (workspace / "first").exists()
+    assert not (workspace / "second").exists()
+    assert any(getattr(u, "current_mode_id", None) == "read-only" for u in client.updates)
+    assert client.asked == []
+
+
+async def test_bad_requests_are_json_rpc_errors_and_the_agent_goes_on(
+    tmp_path: Path, workspace: Path
+) -> None:
+    script = write_script(tmp_path, saying("still here"))
+    client = RecordingClient()
+    async with treadle_acp(client, tmp_path, "--model", f"script:{script}") as (conn, process):
+        with pytest.raises(RequestError) as unknown:
+            await conn.prompt(session_id="no-such-session", prompt=[text_block("x")])
+        assert unknown.value.code == -32602
+        with pytest.raises(RequestError) as missing:
+            await conn.load_session(cwd=str(workspace), session_id="nothing-here", mcp_servers=[])
+        assert missing.value.code == -32602
+        with pytest.raises(RequestError) as method:
+            await conn.ext_method("treadle/nonsense", {})
+        assert method.value.code == -32601
+        assert process.stdin is not None
+        process.stdin.write(b"{this is not json\n")
+        await process.stdin.drain()
+        session_id = await new_session(conn, workspace)
+        reply = await conn.prompt(session_id=session_id, prompt=[text_block("hello")])
+    assert reply.stop_reason == "end_turn"
+    assert client.text() == "still here"
+
+
+async def test_a_failed_turn_says_why_in_the_conversation(tmp_path: Path, workspace: Path) -> None:
+    script = write_script(tmp_path, {"failure": {"status": 400}})
+    client = RecordingClient()
+    async with treadle_acp(client, tmp_path, "--model", f"script:{script}") as (conn, _):
+        session_id = await new_session(conn, workspace)
+        reply = await conn.prompt(session_id=session_id, prompt=[text_block("x")])
+    assert reply.stop_reason == "end_turn"
+    assert "Turn failed" in client.text()
+
+
+async def test_closing_stdin_ends_treadle_and_every_command_within_a_second(
+    tmp_path: Path, workspace: Path
+) -> None:
+    script = write_script(tmp_path, bash("sleep 30 & echo $! > sleep.pid; wait"), saying("never"))
+    client = RecordingClient()
+    async with treadle_acp(
+        client, tmp_path, "--model", f"script:{script}", "--approval", "auto"
+    ) as (
+        conn,
+        process,
+    ):
+        session_id = await new_session(conn, workspace)
+        running = asyncio.ensure_future(
+            conn.prompt(session_id=session_id, prompt=[text_block("wait")])
+        )
+        pid = await asyncio.to_thread(wait_for_pid, workspace / "sleep.pid")
+        assert process.stdin is not None
+        process.stdin.close()
+        loop = asyncio.get_running_loop()
+        closed = loop.time()
+        code = await asyncio.wait_for(process.wait(), 5)
+        ended = loop.time() - closed
+        running.cancel()
+    assert not is_running(pid)
+    assert ended < 1.0, f"treadle acp took {ended:.2f} s to end"
+    assert code == 0
+
+
+async def test_kill_9_mid_turn_leaves_no_process_and_the_session_loads(
+    tmp_path: Path, workspace: Path
+) -> None:
+    script = write_script(tmp_path, bash("sleep 30 & echo $! > sleep.pid; wait"), saying("never"))
+    client = RecordingClient()
+    async with treadle_acp(
+        client, tmp_path, "--model", f"script:{script}", "--approval", "auto"
+    ) as (
+        conn,
+        process,
+    ):
+        session_id = await new_session(conn, workspace)
+        running = asyncio.ensure_future(
+            conn.prompt(session_id=session_id, prompt=[text_block("wait")])
+        )
+        pid = await asyncio.to_thread(wait_for_pid, workspace / "sleep.pid")
+        os.kill(process.pid, signal.SIGKILL)
+        await process.wait()
+        running.cancel()
+        await asyncio.to_thread(gone_within, pid, 5.0)
+    assert not is_running(pid)
+    script = write_script(tmp_path, saying("back"))
+    again = RecordingClient()
+    async with treadle_acp(again, tmp_path, "--model", f"script:{script}") as (conn, _):
+        await conn.load_session(cwd=str(workspace), session_id=session_id, mcp_servers=[])
+        reply = await conn.prompt(session_id=session_id, prompt=[text_block("go on")])
+    assert reply.stop_reason == "end_turn"
+    assert again.text().endswith("back")
+
+
+async def test_a_cancel_while_a_permission_waits_refuses_the_call_and_pauses_the_turn(
+    tmp_path: Path, workspace: Path
+) -> None:
+    script = write_script(tmp_path, bash("touch never.txt"), saying("never"))
+    client = RecordingClient(answer="once", release=asyncio.Event())
+    async with treadle_acp(
+        client, tmp_path, "--model", f"script:{script}", "--approval", "ask"
+    ) as (
+        conn,
+        _,
+    ):
+        session_id = await new_session(conn, workspace)
+        prompt = asyncio.ensure_future(
+            conn.prompt(session_id=session_id, prompt=[text_block("write")])
+        )
+        await client.until(lambda c: bool(c.asked))
+        await conn.cancel(session_id=session_id)
+        reply = await prompt
+        assert client.release is not None
+        client.release.set()  # the editor's late yes changes nothing
+    assert reply.stop_reason == "cancelled"
+    assert not (workspace / "never.txt").exists()
