@@ -19,6 +19,7 @@ import contextlib
 import dataclasses
 import logging
 import os
+import re
 import signal
 import sys
 from collections.abc import Sequence
@@ -33,9 +34,11 @@ from acp.interfaces import Client
 from acp.schema import (
     AgentCapabilities,
     EmbeddedResourceContentBlock,
+    HttpMcpServer,
     Implementation,
     InitializeResponse,
     LoadSessionResponse,
+    McpServerStdio,
     NewSessionResponse,
     PromptCapabilities,
     PromptResponse,
@@ -57,6 +60,7 @@ from treadle.domain.loop.turn import Agent
 from treadle.domain.values.outcome import OutcomeKind, TurnOutcome
 from treadle.domain.values.text import well_formed
 from treadle.entrypoints.config import USAGE_ERROR, AppConfig, ConfigError, load_config
+from treadle.entrypoints.config_rules import check_together
 from treadle.entrypoints.container import (
     Container,
     ModelNotConfigured,
@@ -140,7 +144,7 @@ class TreadleAgent:
         return None
 
     async def new_session(self, cwd: str, mcp_servers: Any = None, **_: Any) -> NewSessionResponse:
-        app = self._config(cwd)
+        app = with_client_servers(self._config(cwd), mcp_servers or [])
         session = await self._open(app, new_session_id(), resuming=False)
         return NewSessionResponse(session_id=session.id, modes=self._modes(session))
 
@@ -158,7 +162,7 @@ class TreadleAgent:
                 {"sessionId": session_id, "reason": str(error)}
             ) from None
         recorded = {"model": meta.model, "base_url": meta.base_url, "workspace": meta.workspace}
-        app = self._config(cwd, session=(found, recorded))
+        app = with_client_servers(self._config(cwd, session=(found, recorded)), mcp_servers or [])
         session = await self._open(app, found, resuming=True)
         session.terminal.send(*history_updates(list(session.agent.history.messages)))
         await session.terminal.flush()
@@ -282,6 +286,44 @@ class TreadleAgent:
             with contextlib.suppress(Exception):
                 await end_session(session.container)
         self.sessions.clear()
+
+
+CLIENT_SERVERS = "the editor (session/new)"
+"""The origin of the MCP servers the editor adds to a session."""
+
+
+def server_tables(servers: Sequence[Any]) -> dict[str, dict[str, Any]]:
+    """The editor's MCP servers as treadle's ``[mcp_servers.NAME]`` tables: a command's
+    (stdio) or an address's (HTTP; SSE is not spoken and left out). A name treadle
+    would refuse has its other characters made ``_``."""
+    tables: dict[str, dict[str, Any]] = {}
+    for server in servers:
+        name = re.sub(r"[^A-Za-z0-9_-]", "_", str(getattr(server, "name", ""))) or "editor"
+        if isinstance(server, McpServerStdio):
+            table: dict[str, Any] = {"command": server.command, "args": list(server.args)}
+            if server.env:
+                table["env"] = {variable.name: variable.value for variable in server.env}
+        elif isinstance(server, HttpMcpServer):
+            table = {"url": server.url}
+            if server.headers:
+                table["headers"] = {header.name: header.value for header in server.headers}
+        else:
+            log.info("MCP server %s left out: treadle does not speak %s", name, type(server))
+            continue
+        tables[name] = table
+    return tables
+
+
+def with_client_servers(app: AppConfig, servers: Sequence[Any]) -> AppConfig:
+    """``app`` with the editor's MCP servers beside its own (the editor's win a name):
+    they are the person's own, as their configuration file is."""
+    tables = server_tables(servers)
+    if not tables:
+        return app
+    try:
+        return check_together(app.with_values({"mcp_servers": tables}, CLIENT_SERVERS))
+    except (ConfigError, ValueError) as error:
+        raise RequestError.invalid_params({"mcpServers": str(error)}) from None
 
 
 def _real(path: str) -> str:

@@ -32,6 +32,7 @@ from treadle.domain.values.conversation import Message, ToolCall
 from treadle.domain.values.events import (
     AnswerDelta,
     ContinuationRequested,
+    MessageAdded,
     Notice,
     PlanUpdated,
     ReasoningDelta,
@@ -114,6 +115,10 @@ class Updates:
     subagent_calls: dict[str, str] = field(default_factory=dict)
     """The ``agent`` call each sub-agent runs under, by the sub-agent's name."""
     _agent_calls: list[str] = field(default_factory=list)
+    _names: dict[str, str] = field(default_factory=dict)
+    """The tool of each call that ran, by id, until its result is shown."""
+    _results: dict[str, str] = field(default_factory=dict)
+    """Results the model got before their call was said to have finished."""
 
     def announced(self, call: ToolCall, summary: str, agent: str = "") -> Any:
         """The call as the client first learns of it (an approval names it first)."""
@@ -138,6 +143,7 @@ class Updates:
             case ReasoningDelta(text=text, agent=""):
                 return [update_agent_thought_text(text)] if text else []
             case ToolStarted(call=call, summary=summary, agent=agent):
+                self._names[call.id] = call.name
                 if call.name == "agent":
                     self._agent_calls.append(call.id)
                 if call.id in self.known_calls:
@@ -166,6 +172,8 @@ class Updates:
             case SubAgentFinished(name=name, ending=ending):
                 call_id = self.subagent_calls.pop(name, "")
                 return [_call_text(call_id, f"{name}: {ending}")] if call_id else []
+            case MessageAdded(message=message) if message.role == "tool":
+                return self._result(message)
             case Notice(text=text):
                 return [_said(text)]
             case RetryScheduled(attempt=attempt, attempts=attempts, pause=pause, error=error):
@@ -173,6 +181,19 @@ class Updates:
             case ContinuationRequested(continuation=number, max_tokens=budget):
                 return [_said(f"the answer was cut; continuing it ({number}, {budget} tokens)")]
         return []
+
+    def _result(self, message: Message) -> list[Any]:
+        """What a tool that shows no preview of its own gave the model (a file's lines,
+        matches, an MCP tool's answer): the editor shows it on the call."""
+        call_id = message.tool_call_id or ""
+        name = self._names.get(call_id, "")
+        if not name or name == "bash" or name in EDITS or not message.text:
+            return []
+        if call_id in self.known_calls:  # still running: shown when it finishes
+            self._results[call_id] = bounded(message.text)
+            return []
+        self._names.pop(call_id, None)
+        return [_call_text(call_id, bounded(message.text))]
 
     def _finished(self, event: ToolFinished, change: FileChange | None) -> Any:
         call = event.call
@@ -184,6 +205,10 @@ class Updates:
             content.append(tool_content(text_block(bounded(event.diff))))
         if event.preview:
             content.append(tool_content(text_block(bounded(event.preview))))
+        result = self._results.pop(call.id, "")
+        if result:
+            self._names.pop(call.id, None)
+            content.append(tool_content(text_block(result)))
         if not content:
             content.append(tool_content(text_block(event.status)))
         known = call.id in self.known_calls

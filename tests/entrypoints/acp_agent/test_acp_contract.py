@@ -7,11 +7,13 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 from acp import RequestError, text_block
+from acp.schema import McpServerStdio
 
 from tests.entrypoints.acp_agent.acp_client import RecordingClient, treadle_acp
 from tests.processes import gone_within, is_running, wait_for_pid, write_script
@@ -311,3 +313,27 @@ async def test_a_cancel_while_a_permission_waits_refuses_the_call_and_pauses_the
         client.release.set()  # the editor's late yes changes nothing
     assert reply.stop_reason == "cancelled"
     assert not (workspace / "never.txt").exists()
+
+
+async def test_the_editors_mcp_servers_are_added_to_the_session(
+    tmp_path: Path, workspace: Path
+) -> None:
+    server = Path(__file__).parents[2] / "adapters" / "mcp" / "mcp_test_server.py"
+    echo = {"name": "mcp__from_editor__echo", "arguments": {"text": "via the editor"}}
+    script = write_script(tmp_path, {"tool_calls": [echo]}, saying("echoed"))
+    client = RecordingClient()
+    async with treadle_acp(
+        client, tmp_path, "--model", f"script:{script}", "--approval", "auto"
+    ) as (
+        conn,
+        _,
+    ):
+        editors = McpServerStdio(
+            name="from editor", command=sys.executable, args=[str(server), "stdio"], env=[]
+        )
+        session = await conn.new_session(cwd=str(workspace), mcp_servers=[editors])
+        reply = await conn.prompt(session_id=session.session_id, prompt=[text_block("echo")])
+    assert reply.stop_reason == "end_turn"
+    on_call = [u for u in client.updates if getattr(u, "tool_call_id", "") == "call_1"]
+    assert [u.status for u in on_call][:2] == ["in_progress", "completed"]
+    assert "via the editor" in on_call[-1].content[-1].content.text, on_call
