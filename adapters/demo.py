@@ -17,7 +17,8 @@ from collections.abc import AsyncIterator
 
 from returns.result import Result
 
-from treadle.adapters.fakes.model import ScriptedModel, ScriptedResponse, request_tokens
+from treadle.adapters.fakes.model import ScriptedModel, ScriptedResponse
+from treadle.adapters.fakes.window import request_tokens
 from treadle.domain.rules.compaction import COMPACT_REQUEST
 from treadle.domain.values.conversation import ToolCall, Usage
 from treadle.domain.values.model import (

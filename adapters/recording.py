@@ -61,12 +61,12 @@ from treadle.domain.values.model import (
     TransportError,
 )
 from treadle.domain.values.outcome import FailureKind, OutcomeKind, TurnOutcome
+from treadle.domain.values.tools import ToolEnding
 
 DEADLINE = "deadline"
 _HTTP = re.compile(r"HTTP (\d{3})(?:: (.*))?\Z", re.DOTALL)
 _CONTEXT = re.compile(re.escape(CONTEXT_EXCEEDED) + r"(?: \(([^)]*)\))?(?:: (.*))?\Z", re.DOTALL)
 _FIGURE = re.compile(r"(window|prompt) (\d+)")
-OUTCOMES = {kind.value for kind in OutcomeKind}
 
 
 def recorded_failure(text: str, *, retried: bool, outcome: TurnOutcome | None) -> ModelError:
@@ -159,6 +159,8 @@ class RecordedCall:
     turn: int
     started: bool = False
     status: str = ""
+    ending: ToolEnding | None = None
+    """How it ended, as recorded (None: it never did)."""
     result: Message | None = None
     used: bool = False
 
@@ -263,6 +265,7 @@ class Recording:
                     calls[event.agent, call.id].started = True
                 case ToolFinished(call=call, status=status) if (event.agent, call.id) in calls:
                     calls[event.agent, call.id].status = status
+                    calls[event.agent, call.id].ending = event.ended
 
     def _before_first_request(self) -> bool:
         """Whether the main turn being read has made no request yet (what the server

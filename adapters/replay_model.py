@@ -31,7 +31,6 @@ from returns.result import Failure, Result, Success
 
 from treadle.adapters.recording import (
     DEADLINE,
-    OUTCOMES,
     Conversation,
     Exchange,
     Recording,
@@ -55,7 +54,7 @@ from treadle.domain.values.model import (
     UsageReported,
 )
 from treadle.domain.values.outcome import NeedsAnswer, NeedsApproval, OutcomeKind, TurnEnding
-from treadle.domain.values.tools import Access, EndTurn, ToolOutcome, ToolResult
+from treadle.domain.values.tools import Access, EndTurn, ToolEnding, ToolOutcome, ToolResult
 from treadle.ports.tools import Tool, ToolContext
 
 __all__ = ["Divergence", "RecordedTool", "Recording", "ReplayModel", "recorded_tools"]
@@ -346,35 +345,37 @@ class RecordedTool:
             if self.answer_from_recording:
                 return ToolResult("replay: this call is not in the recording", True, "not recorded")
             return await self.tool.run(arguments, context)
-        result, status = recorded.result, recorded.status
+        result, status, ending = recorded.result, recorded.status, recorded.ending
         outcome = self.recording.turn_outcome(recorded.conversation, recorded.turn)
-        if status in OUTCOMES:
+        if ending in (ToolEnding.BLOCKED, ToolEnding.WAITING):
             detail = outcome.detail if outcome is not None else ""
-            return EndTurn(_ending(OutcomeKind(status), detail), result.text if result else "")
+            return EndTurn(_ending(ending, detail), result.text if result else "")
         if result is None or result.interrupted:
             if not recorded.started and outcome is not None and outcome.kind is OutcomeKind.BLOCKED:
                 return EndTurn(NeedsApproval(outcome.detail))
-            if recorded.status not in ("", "interrupted"):
+            if ending not in (None, ToolEnding.INTERRUPTED):
                 # It finished, but the kill took the results of its whole batch: it
                 # goes on, so that the calls after it (a sub-agent's requests) replay.
                 if self.answer_from_recording and self.access != "none":
-                    return ToolResult(result.text if result else "", True, recorded.status)
+                    text = result.text if result else ""
+                    return ToolResult(text, True, status, ending=ending)
                 return await self.tool.run(arguments, context)
             if recorded.conversation.ending != DEADLINE and self.on_cut is not None:
                 self.on_cut()
             if result is not None and result.text != INTERRUPTED_RESULT:
                 # What it had done before the stop (a command's output): read again.
-                kept = ToolResult(result.text, True, recorded.status or "interrupted")
+                cut = ToolEnding.INTERRUPTED
+                kept = ToolResult(result.text, True, status or cut.value, ending=cut)
                 context.if_stopped(lambda reason: kept)
             await asyncio.get_running_loop().create_future()  # until the stop cancels it
         assert result is not None
         recorded_answer = (
-            status == "refused"
+            ending is ToolEnding.REFUSED
             or self.spec.name == "ask"
             or (self.answer_from_recording and self.access != "none")
         )
         if recorded_answer:
-            return ToolResult(result.text, result.is_error, status)
+            return ToolResult(result.text, result.is_error, status, ending=ending)
         return await self.tool.run(arguments, context)
 
 
@@ -391,6 +392,6 @@ def recorded_tools(
     ]
 
 
-def _ending(kind: OutcomeKind, detail: str) -> TurnEnding:
+def _ending(ending: ToolEnding, detail: str) -> TurnEnding:
     """Why a recorded call ended its turn: only a question or an approval can."""
-    return NeedsAnswer(detail) if kind is OutcomeKind.WAITING else NeedsApproval(detail)
+    return NeedsAnswer(detail) if ending is ToolEnding.WAITING else NeedsApproval(detail)

@@ -23,8 +23,9 @@ import typing
 from collections.abc import Mapping
 from typing import Any, get_args, get_origin
 
-from treadle.domain.values import conversation, events, model, outcome
+from treadle.domain.values import conversation, events, model, outcome, tools
 from treadle.domain.values.events import TurnEvent
+from treadle.domain.values.tools import ToolEnding
 
 _EVENT_TYPES: tuple[type[Any], ...] = get_args(TurnEvent)
 # Left out of a record while they hold their default; read back as that default.
@@ -78,6 +79,8 @@ def record_to_event(record: Mapping[str, Any]) -> TurnEvent:
     if kind is None:
         raise ValueError(f"unknown event type {record.get('type')!r}")
     fields = {k: v for k, v in record.items() if k != "type"}
+    if kind is events.ToolFinished and "ending" not in fields:
+        fields["ending"] = old_tool_ending(fields.get("status"), fields.get("is_error"))
     event = typing.cast(TurnEvent, _build(kind, fields, NAME_OF_EVENT[kind]))
     if isinstance(event, events.ContextPruned) and len(event.positions) != len(event.results):
         # Each stub goes in its place: a record that pairs them otherwise was edited.
@@ -85,6 +88,18 @@ def record_to_event(record: Mapping[str, Any]) -> TurnEvent:
             f"context_pruned: {len(event.positions)} positions for {len(event.results)} results"
         )
     return event
+
+
+_OLD_ENDINGS = frozenset(ToolEnding) - {ToolEnding.FAILED}
+
+
+def old_tool_ending(status: object, is_error: object) -> str:
+    """How a call ended, read from a record written before ``ending`` was: its line was
+    the ending itself where it said one (``refused``, ``interrupted``, ``deadline``…),
+    else the call finished, or failed when it was an error."""
+    if isinstance(status, str) and status in _OLD_ENDINGS:
+        return status
+    return ToolEnding.FAILED if is_error is True else ToolEnding.FINISHED
 
 
 def _kind_of(value: Any) -> str:
@@ -97,7 +112,7 @@ def _kind_of(value: Any) -> str:
 def _field_types(kind: type[Any]) -> dict[str, Any]:
     # Resolving annotations is slow, and resume reads every event of a session.
     return typing.get_type_hints(
-        kind, vars(conversation) | vars(model) | vars(outcome) | vars(events)
+        kind, vars(conversation) | vars(model) | vars(outcome) | vars(tools) | vars(events)
     )
 
 

@@ -25,8 +25,7 @@ from typing import Any
 
 import httpx
 
-from bench.bench_loop import SilentTerminal
-from treadle.adapters.fakes import FakeClock, FakeProcess, FakeRunner
+from treadle.adapters.fakes import FakeClock, FakeProcess, FakeRunner, SilentTerminal
 from treadle.adapters.http_model import AnthropicModel, ModelOptions
 from treadle.domain.loop.settings import TurnSettings
 from treadle.domain.loop.turn import Agent, TurnPorts

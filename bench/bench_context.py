@@ -37,8 +37,14 @@ from typing import Any
 
 from returns.result import Result, Success
 
-from bench.bench_loop import SilentTerminal
-from treadle.adapters.fakes import FakeClock, FakeProcess, FakeRunner, FakeWindow, ScriptedModel
+from treadle.adapters.fakes import (
+    FakeClock,
+    FakeProcess,
+    FakeRunner,
+    FakeWindow,
+    ScriptedModel,
+    SilentTerminal,
+)
 from treadle.adapters.fakes import ScriptedResponse as R
 from treadle.domain.loop.settings import TurnSettings
 from treadle.domain.loop.turn import Agent, TurnPorts, core_tools

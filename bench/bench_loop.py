@@ -11,10 +11,15 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from treadle.adapters.fakes import FakeClock, FakeRunner, ScriptedModel, ScriptedResponse
+from treadle.adapters.fakes import (
+    FakeClock,
+    FakeRunner,
+    ScriptedModel,
+    ScriptedResponse,
+    SilentTerminal,
+)
 from treadle.domain.loop.settings import TurnSettings
 from treadle.domain.loop.turn import Agent, TurnPorts
-from treadle.domain.values.events import TurnEvent
 from treadle.domain.values.model import ToolSpec
 from treadle.domain.values.tools import Access, ToolOutcome, ToolResult
 from treadle.ports.tools import ToolContext
@@ -29,20 +34,6 @@ class NoOpTool:
 
     async def run(self, arguments: Mapping[str, Any], context: ToolContext) -> ToolOutcome:
         return ToolResult("ok")
-
-
-class SilentTerminal:
-    def show(self, event: TurnEvent) -> None:
-        pass
-
-    async def ask_approval(self, request: object) -> None:
-        return None
-
-    async def ask_question(self, question: str) -> None:
-        return None
-
-    def bind_interrupt(self, interrupt: object) -> None:
-        pass
 
 
 async def _turn(requests: int) -> float:

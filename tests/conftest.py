@@ -11,6 +11,7 @@ from treadle.adapters.fakes import (
     FakeClock,
     FakeProcess,
     FakeRunner,
+    MemoryTranscript,
     RecordingTerminal,
     ScriptedModel,
     ScriptedResponse,
@@ -35,14 +36,6 @@ class Rig:
     transcript: list[TurnEvent] = field(default_factory=list)
 
 
-class ListTranscript:
-    def __init__(self, events: list[TurnEvent]) -> None:
-        self.events = events
-
-    def record(self, event: TurnEvent) -> None:
-        self.events.append(event)
-
-
 @pytest.fixture
 def rig() -> Callable[..., Rig]:
     def build(
@@ -56,9 +49,9 @@ def rig() -> Callable[..., Rig]:
         model = ScriptedModel(script, clock)
         runner = FakeRunner(clock, processes or {})
         terminal = terminal or RecordingTerminal()
-        events: list[TurnEvent] = []
-        ports = TurnPorts(model, clock, runner, terminal, ListTranscript(events))
+        transcript = MemoryTranscript()
+        ports = TurnPorts(model, clock, runner, terminal, transcript)
         agent = Agent(ports, settings or TurnSettings(session_dir=""))
-        return Rig(clock, model, runner, terminal, agent, events)
+        return Rig(clock, model, runner, terminal, agent, transcript.events)
 
     return build

@@ -9,16 +9,20 @@ Example::
 """
 
 from treadle.adapters.fakes.clock import FakeClock
-from treadle.adapters.fakes.model import FakeWindow, ScriptedModel, ScriptedResponse
+from treadle.adapters.fakes.model import ScriptedModel, ScriptedResponse
 from treadle.adapters.fakes.runner import FakeProcess, FakeRunner
-from treadle.adapters.fakes.terminal import RecordingTerminal
+from treadle.adapters.fakes.terminal import RecordingTerminal, SilentTerminal
+from treadle.adapters.fakes.transcript import MemoryTranscript
+from treadle.adapters.fakes.window import FakeWindow
 
 __all__ = [
     "FakeClock",
     "FakeProcess",
     "FakeRunner",
     "FakeWindow",
+    "MemoryTranscript",
     "RecordingTerminal",
     "ScriptedModel",
     "ScriptedResponse",
+    "SilentTerminal",
 ]

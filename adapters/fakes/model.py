@@ -8,14 +8,10 @@ Example::
     ])
 
 A script can also be a mapping from a conversation's first user message (its task)
-to its own list of responses, so sub-agents get theirs; ``"*"`` is the default.
-
-Given a :class:`FakeWindow`, the model keeps to a context window as a real server
-does: it counts each request's tokens its own way (four characters a token, not
-treadle's estimate), reports that count as the input tokens, refuses a request that
-does not fit in the words of the provider it plays, and cuts an answer that would
-fill the window. A compaction's summary request is answered from ``summaries`` (or
-with a plain summary of its own), never from the script::
+to its own list of responses, so sub-agents get theirs; ``"*"`` is the default. A
+compaction's summary request is answered from ``summaries`` (or with a plain summary
+of its own), never from the script. Given a :class:`FakeWindow`, the model keeps to a
+context window as a real server does (:mod:`treadle.adapters.fakes.window`)::
 
     model = ScriptedModel(script, window=FakeWindow(8192, like="anthropic"))
 """
@@ -24,7 +20,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import math
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -32,12 +27,10 @@ from typing import Any
 
 from returns.result import Failure, Result, Success
 
-from treadle.adapters.context_refusals import context_refusal
-from treadle.adapters.fakes.refusals import PROVIDERS, Provider, refusal_body, refuses
+from treadle.adapters.fakes.window import FakeWindow, WindowedServer
 from treadle.domain.rules.compaction import COMPACT_REQUEST
 from treadle.domain.values.conversation import Reasoning, ToolCall, Usage
 from treadle.domain.values.model import (
-    ContextWindow,
     HttpStatusError,
     MalformedStream,
     ModelError,
@@ -94,44 +87,6 @@ class ScriptedResponse:
         return replace(self, reasoning=self.reasoning + reasoning)
 
 
-@dataclass(frozen=True, slots=True)
-class FakeWindow:
-    """A context window of ``tokens`` that a scripted model keeps to, refusing like
-    ``like``. ``advertised``: the model says its window when asked (as llama.cpp's
-    ``/props`` does), else it must be learned from a refusal. ``chars_per_token`` is
-    how the server counts: four characters a token, fewer for a denser tokenizer than
-    treadle's estimate expects."""
-
-    tokens: int
-    like: Provider = "llama.cpp"
-    advertised: bool = True
-    chars_per_token: float = 4.0
-
-    def __post_init__(self) -> None:
-        if self.like not in PROVIDERS:
-            raise ValueError(f"unknown provider {self.like!r}: one of {', '.join(PROVIDERS)}")
-
-
-def server_tokens(text: str, chars_per_token: float = 4.0) -> int:
-    """How the scripted server counts tokens: four characters a token, by default."""
-    return math.ceil(len(text) / chars_per_token)
-
-
-def request_tokens(request: ModelRequest, chars_per_token: float = 4.0) -> int:
-    """The scripted server's count of a request's prompt."""
-    total = server_tokens(request.system, chars_per_token) + 3
-    for spec in request.tools:
-        schema = json.dumps(dict(spec.parameters))
-        total += server_tokens(spec.name + spec.description + schema, chars_per_token)
-    for message in request.messages:
-        total += 3 + server_tokens(message.text_for_model, chars_per_token)
-        for call in message.tool_calls:
-            total += 3 + server_tokens(call.name + call.arguments, chars_per_token)
-    if request.continuation:
-        total += 10 + server_tokens(request.continuation, chars_per_token)
-    return total
-
-
 class ScriptedModel:
     """The Model port, answering from a script; ``requests`` keeps what it was asked.
 
@@ -155,11 +110,10 @@ class ScriptedModel:
         self._call_ids = itertools.count(1)
         self.requests: list[ModelRequest] = []
         self.window = window
+        self._server = WindowedServer(window) if window is not None else None
         self._summaries = list(summaries)
-        self.refusals = 0
         self.summary_requests = 0
         self.summary_refusals = 0
-        self.largest_prompt = 0
 
     @classmethod
     def from_json(cls, path: str | Path, clock: Clock | None = None) -> ScriptedModel:
@@ -185,44 +139,58 @@ class ScriptedModel:
             summaries=[response_from_json(r) for r in data.get("summaries", [])],
         )
 
-    def _call_id(self) -> str:
-        return f"call_{next(self._call_ids)}"
+    @property
+    def refusals(self) -> int:
+        """The requests refused for length."""
+        return self._server.refusals if self._server is not None else 0
+
+    @property
+    def largest_prompt(self) -> int:
+        """The longest prompt sent, in the server's tokens (0 without a window)."""
+        return self._server.largest_prompt if self._server is not None else 0
 
     def remaining(self, key: str = "*") -> int:
         return len(self._scripts.get(key, ()))
 
     async def facts(self) -> ServerFacts:
         """The ModelServer port: the window, when it is one the model advertises."""
-        window = self.window
-        if window is None or not window.advertised:
-            return ServerFacts()
-        return ServerFacts(ContextWindow(window.tokens, f"the scripted server ({window.like})"))
+        return self._server.facts() if self._server is not None else ServerFacts()
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[Result[StreamEvent, ModelError]]:
         if self._keep_requests:
             # The loop hands out a view of its history; keep what was asked at this moment.
             self.requests.append(replace(request, messages=tuple(request.messages)))
-        window = self.window
-        prompt = request_tokens(request, window.chars_per_token) if window is not None else 0
-        self.largest_prompt = max(self.largest_prompt, prompt)
-        refusal = self._refusal(request, prompt)
+        server = self._server
+        prompt = server.count(request) if server is not None else 0
+        refusal = server.refusal(request, prompt) if server is not None else None
         if refusal is not None:
-            self.refusals += 1
             self.summary_refusals += _asks_for_summary(request)
             yield Failure(refusal)
             return
         task = next((m.text for m in request.messages if m.role == "user"), "")
+        response = self._answer(request, task)
+        if response is None:
+            yield Failure(MalformedStream(f"the script has no response left for {task[:60]!r}"))
+            return
+        if server is not None:
+            response = server.keep(response, request, prompt)
+        async for item in self._play(response):
+            yield item
+
+    def _answer(self, request: ModelRequest, task: str) -> ScriptedResponse | None:
+        """The next response for the task (the first user message), a summary for a
+        compaction, or None when the script has run out."""
         if _asks_for_summary(request):
             self.summary_requests += 1
-            response = self._summaries.pop(0) if self._summaries else _summary_of(task)
-        else:
-            queue = self._scripts[task] if task in self._scripts else self._scripts.get("*", [])
-            if not queue:
-                yield Failure(MalformedStream(f"the script has no response left for {task[:60]!r}"))
-                return
-            response = queue.pop(0)
-        if self.window is not None:
-            response = self._within_window(response, request, prompt)
+            return self._summaries.pop(0) if self._summaries else _summary_of(task)
+        queue = self._scripts[task] if task in self._scripts else self._scripts.get("*", [])
+        return queue.pop(0) if queue else None
+
+    async def _play(
+        self, response: ScriptedResponse
+    ) -> AsyncIterator[Result[StreamEvent, ModelError]]:
+        """The response as a stream: reasoning, text chunks, then the failure or the calls,
+        the usage and the stop."""
         for thought in response.reasoning:
             if thought.text:
                 yield Success(ReasoningText(thought.text))
@@ -242,42 +210,8 @@ class ScriptedModel:
             StreamEnd(response.stop or ("tool_use" if response.tool_calls else "end_turn"))
         )
 
-    def _refusal(self, request: ModelRequest, prompt: int) -> ModelError | None:
-        window = self.window
-        if window is None:
-            return None
-        limits = {"prompt": prompt, "window": window.tokens, "max_tokens": request.max_tokens}
-        if not refuses(window.like, **limits):
-            return None
-        _, body = refusal_body(window.like, **limits)
-        refusal = context_refusal(body)
-        assert refusal is not None, f"the refusal of {window.like} is not recognised: {body}"
-        return refusal
-
-    def _within_window(
-        self, response: ScriptedResponse, request: ModelRequest, prompt: int
-    ) -> ScriptedResponse:
-        """The response as a server that keeps to its window sends it: the prompt counted
-        as the input, and an answer cut where it reaches its budget or fills the window."""
-        assert self.window is not None
-        text = "".join(response.text)
-        calls = "".join(c.name + c.arguments for c in response.tool_calls)
-        per_token = self.window.chars_per_token
-        output = server_tokens(text + calls, per_token)
-        room = min(request.max_tokens, self.window.tokens - prompt)
-        if output <= room:
-            return replace(response, usage=Usage(prompt, output))
-        fills = self.window.tokens - prompt < request.max_tokens
-        stop: StopReason = (
-            "context_full" if fills and self.window.like == "anthropic" else "max_tokens"
-        )
-        kept = text[: int(max(0, room) * per_token)]
-        return ScriptedResponse(
-            (kept,) if kept else (),
-            usage=Usage(prompt, max(0, room)),
-            stop=stop,
-            reasoning=response.reasoning,
-        )
+    def _call_id(self) -> str:
+        return f"call_{next(self._call_ids)}"
 
 
 def _asks_for_summary(request: ModelRequest) -> bool:

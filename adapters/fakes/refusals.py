@@ -2,8 +2,9 @@
 bodies, as the servers send them (from llama.cpp and LiteLLM recordings, and the
 providers' own sources for the others; see ``tests/fixtures/refusals/SOURCES.md``).
 
-The scripted model refuses with these, read by the same recogniser as the real
-adapters; the test HTTP server sends them over the wire.
+The test HTTP server sends these over the wire. The scripted model refuses with
+:func:`refusal_error`, the domain error a real adapter reads from the same body (the
+fakes import no adapter; a test holds the two to agreement).
 
 Example::
 
@@ -15,6 +16,8 @@ Example::
 from __future__ import annotations
 
 from typing import Any, Literal, get_args
+
+from treadle.domain.values.model import ContextExceeded
 
 Provider = Literal[
     "openai",
@@ -37,6 +40,21 @@ def refuses(like: Provider, *, prompt: int, window: int, max_tokens: int) -> boo
     if like in OUTPUT_TOO:
         return prompt + max_tokens > window
     return prompt >= window if like == "llama.cpp" else prompt > window
+
+
+NAMES_NO_FIGURE: frozenset[Provider] = frozenset({"openai-new"})
+"""Providers whose refusal says the input is too long without saying by how much."""
+
+
+def refusal_error(like: Provider, *, prompt: int, window: int, max_tokens: int) -> ContextExceeded:
+    """The refusal as treadle reads it from ``like``'s body: its message on one line, the
+    figures it names, and whether the output budget is at fault (the prompt alone fits)."""
+    _, body = refusal_body(like, prompt=prompt, window=window, max_tokens=max_tokens)
+    detail = " ".join(body["error"]["message"].split())
+    if like in NAMES_NO_FIGURE:
+        return ContextExceeded(detail)
+    output_too = like in OUTPUT_TOO and prompt < window and max_tokens != 0
+    return ContextExceeded(detail, window, prompt, output_too)
 
 
 def refusal_body(

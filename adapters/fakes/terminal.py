@@ -79,3 +79,26 @@ class RecordingTerminal:
     def outcome_line(self) -> str:
         ends = [e for e in self.events if isinstance(e, TurnEnded) and not e.agent]
         return ends[-1].outcome.screen_line if ends else ""
+
+
+class SilentTerminal:
+    """The Terminal port with nobody in front of it: shows nothing, keeps nothing, and
+    answers no question (as a headless run). For benchmarks and runs that only want the
+    outcome; a subclass may watch the events it is shown.
+
+    Example::
+
+        ports = TurnPorts(model, clock, runner, SilentTerminal())
+    """
+
+    def show(self, event: TurnEvent) -> None:
+        pass
+
+    async def ask_approval(self, request: ApprovalRequest) -> ApprovalAnswer | None:
+        return None
+
+    async def ask_question(self, question: str) -> str | None:
+        return None
+
+    def bind_interrupt(self, interrupt: Callable[[], None]) -> None:
+        pass

@@ -14,7 +14,7 @@ from treadle.domain.values.events import PlanStep, PlanUpdated, ToolOutput
 from treadle.domain.values.model import ToolSpec
 from treadle.domain.values.outcome import NeedsAnswer, SandboxUnavailable
 from treadle.domain.values.process import ProcessResult, ProcessSpec
-from treadle.domain.values.tools import Access, EndTurn, ToolOutcome, ToolResult
+from treadle.domain.values.tools import Access, EndTurn, ToolEnding, ToolOutcome, ToolResult
 from treadle.ports.tools import ToolContext
 
 
@@ -139,7 +139,8 @@ class LiveOutput:
             f"What it printed until then:\n{bound.text()}" if bound.total else "(no output)"
         )
         preview = self.watch.preview()
-        return ToolResult("\n".join(lines), is_error=True, status="interrupted", preview=preview)
+        cut = ToolEnding.INTERRUPTED
+        return ToolResult("\n".join(lines), True, "interrupted", preview=preview, ending=cut)
 
 
 def process_status(result: ProcessResult, timeout: float) -> str:

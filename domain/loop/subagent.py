@@ -17,6 +17,7 @@ from treadle.domain.values.model import ToolSpec
 from treadle.domain.values.tools import (
     MIN_CHECK_INTERVAL,
     Access,
+    ToolEnding,
     ToolOutcome,
     ToolResult,
 )
@@ -91,6 +92,7 @@ class AgentTool:
                 "(subagent_depth); do this sub-task yourself.",
                 is_error=True,
                 status="refused",
+                ending=ToolEnding.REFUSED,
             )
         self._started += 1
         number = self._started

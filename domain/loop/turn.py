@@ -52,6 +52,7 @@ from treadle.domain.values.text import well_formed
 from treadle.domain.values.tools import (
     ApprovalRequest,
     EndTurn,
+    ToolEnding,
     ToolLimits,
     ToolOutcome,
     ToolResult,
@@ -395,7 +396,8 @@ class Agent:
             if reply is None:
                 needed = f"approval needed to run {call.name}: {summary}"
                 self.emit(ToolStarted(call, summary, self.name))
-                self.emit(ToolFinished(call, "blocked", True, 0.0, self.name))
+                blocked = ToolEnding.BLOCKED
+                self.emit(ToolFinished(call, "blocked", True, 0.0, self.name, ending=blocked))
                 return EndTurn(NeedsApproval(needed), f"Not run: {needed}.")
             if reply == "no":
                 return self._refuse(call, "the user declined this call", summary)
@@ -423,34 +425,51 @@ class Agent:
             duration = clock.now() - started
             kept = said[-1](stop.reason) if said else None
             if kept is None:
-                self.emit(ToolFinished(call, "interrupted", True, duration, self.name))
+                cut = ToolEnding.INTERRUPTED
+                self.emit(ToolFinished(call, "interrupted", True, duration, self.name, ending=cut))
                 raise
             # What it did until the stop is what the model reads, marked as cut short.
             self._stopped_results[call.id] = replace(kept, interrupted=True)
             self.emit(
-                ToolFinished(call, kept.status, True, duration, self.name, preview=kept.preview)
+                ToolFinished(
+                    call,
+                    kept.status,
+                    True,
+                    duration,
+                    self.name,
+                    preview=kept.preview,
+                    ending=kept.ended,
+                )
             )
             raise
         except Exception:  # a bug: the terminal learns how the call ended, the turn fails
-            self.emit(ToolFinished(call, "crashed", True, clock.now() - started, self.name))
+            duration = clock.now() - started
+            crashed = ToolEnding.CRASHED
+            self.emit(ToolFinished(call, "crashed", True, duration, self.name, ending=crashed))
             raise
         match outcome:
             case ToolResult(status=status, is_error=is_error, diff=diff, preview=preview):
                 duration = clock.now() - started
-                self.emit(ToolFinished(call, status, is_error, duration, self.name, diff, preview))
+                self.emit(
+                    ToolFinished(
+                        call, status, is_error, duration, self.name, diff, preview, outcome.ended
+                    )
+                )
                 log.debug("tool %s ended: %s in %.3f s", call.name, status, duration)
             case EndTurn(cause=cause):
                 # It did not do its work: blocked (a sandbox, a sub-agent's approval) is
                 # no success; only a question that waits for its answer is not an error.
                 kind = end_turn(cause).kind
-                failed = kind is not OutcomeKind.WAITING
-                self.emit(ToolFinished(call, kind.value, failed, 0.0, self.name))
+                waits = kind is OutcomeKind.WAITING
+                ending = ToolEnding.WAITING if waits else ToolEnding.BLOCKED
+                self.emit(ToolFinished(call, kind.value, not waits, 0.0, self.name, ending=ending))
         return outcome
 
     def _refuse(self, call: ToolCall, why: str, summary: str = "") -> ToolResult:
         self.emit(ToolStarted(call, summary or call.arguments[:80], self.name))
-        self.emit(ToolFinished(call, "refused", True, 0.0, self.name))
-        return ToolResult(f"Error: {why}", is_error=True, status="refused")
+        refused = ToolEnding.REFUSED
+        self.emit(ToolFinished(call, "refused", True, 0.0, self.name, ending=refused))
+        return ToolResult(f"Error: {why}", is_error=True, status="refused", ending=refused)
 
     def _context(
         self,

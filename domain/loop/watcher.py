@@ -35,7 +35,7 @@ from treadle.domain.rules.watching import (
 from treadle.domain.values.conversation import Usage
 from treadle.domain.values.events import SubAgentFinished, SubAgentProgress, SubAgentStarted
 from treadle.domain.values.outcome import SubAgentEnded, TurnEnding, TurnOutcome
-from treadle.domain.values.tools import EndTurn, ToolOutcome, ToolResult
+from treadle.domain.values.tools import EndTurn, ToolEnding, ToolOutcome, ToolResult
 from treadle.ports.tools import ToolContext
 
 
@@ -222,10 +222,10 @@ class SubAgentWatcher:
                     f"The sub-agent was stopped at its deadline of {self.deadline:g} s. "
                     f"Its report:\n{report}"
                 )
-                return ToolResult(text, status="deadline")
+                return ToolResult(text, status="deadline", ending=ToolEnding.DEADLINE)
             case "stopped":
                 text = f"The sub-agent was stopped by its caller. {self._summary()}"
-                return ToolResult(text, is_error=True, status="stopped")
+                return ToolResult(text, True, "stopped", ending=ToolEnding.STOPPED)
         line = finish.outcome.screen_line
         text = f"The sub-agent ended without finishing ({line}). {self._summary()}"
         if finish.ending == "ends the caller":

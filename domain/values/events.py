@@ -13,6 +13,7 @@ from typing import Literal
 from treadle.domain.values.conversation import Message, Reasoning, ToolCall, Usage
 from treadle.domain.values.model import StopReason
 from treadle.domain.values.outcome import TurnOutcome
+from treadle.domain.values.tools import ToolEnding
 
 PlanStatus = Literal["pending", "in_progress", "completed"]
 
@@ -156,7 +157,9 @@ class ToolMark(enum.Enum):
 
 @dataclass(frozen=True, slots=True)
 class ToolFinished:
-    """A tool call ended. ``status`` is a short line: ``exit 0 · 0.2 s``, ``deadline``…
+    """A tool call ended. ``status`` is a short line for people: ``exit 0 · 0.2 s``,
+    ``deadline``…; ``ending`` how it ended, closed (see :attr:`ended`; a transcript
+    written before it existed has it read back from the line).
     ``diff`` is the unified diff of the file a write or an edit changed (issue 14).
     ``preview`` is what a command printed, its head and tail as the screen keeps them
     (lines joined by newlines, printable; "" for none)."""
@@ -168,13 +171,21 @@ class ToolFinished:
     agent: str = ""
     diff: str = ""
     preview: str = ""
+    ending: ToolEnding | None = None
+
+    @property
+    def ended(self) -> ToolEnding:
+        """``ending`` when said, else finished, or failed for an error."""
+        if self.ending is not None:
+            return self.ending
+        return ToolEnding.FAILED if self.is_error else ToolEnding.FINISHED
 
     @property
     def mark(self) -> ToolMark:
         """Failed, done, or stopped at a deadline with a report: no success mark for that."""
         if self.is_error:
             return ToolMark.FAILED
-        return ToolMark.STOPPED if self.status == "deadline" else ToolMark.DONE
+        return ToolMark.STOPPED if self.ended is ToolEnding.DEADLINE else ToolMark.DONE
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass
 from typing import Literal
 
@@ -25,13 +26,38 @@ class ToolLimits:
     passthrough_env: tuple[str, ...] = ()
 
 
+class ToolEnding(enum.StrEnum):
+    """How a tool call ended, closed: what replay and the screen's mark go by. The display
+    line (``status``: ``exit 0 · 0.2 s``, ``lines 1-40``…) says it for people."""
+
+    FINISHED = "finished"
+    """It did its work (a command ran to its end, whatever its exit code said)."""
+    FAILED = "failed"
+    """It ran and reports an error (``is_error``): bad arguments, a failing command…"""
+    REFUSED = "refused"
+    """Not run: the person declined it, or the call was not allowed."""
+    BLOCKED = "blocked"
+    """Not run, and the turn ends blocked: an approval nobody can give, no sandbox."""
+    WAITING = "waiting for input"
+    """The turn ends waiting for an answer nobody here can give."""
+    INTERRUPTED = "interrupted"
+    """A stop cut it short."""
+    DEADLINE = "deadline"
+    """A sub-agent stopped at its deadline, and reported."""
+    STOPPED = "stopped"
+    """A sub-agent stopped by its caller."""
+    CRASHED = "crashed"
+    """The tool raised: a bug, and the turn fails."""
+
+
 @dataclass(frozen=True, slots=True)
 class ToolResult:
     """What goes back to the model. ``status`` is the short line shown on the terminal;
     ``diff`` is the unified diff of what the call changed in a file, ``preview`` the
     head and tail of what a command printed (both shown and kept, not sent to the
     model: ``text`` holds what it reads). ``interrupted``: a stop cut the call short,
-    and ``text`` says what it had done until then."""
+    and ``text`` says what it had done until then. ``ending``: how the call ended,
+    when it is neither finished nor failed (see :attr:`ended`)."""
 
     text: str
     is_error: bool = False
@@ -39,6 +65,14 @@ class ToolResult:
     diff: str = ""
     preview: str = ""
     interrupted: bool = False
+    ending: ToolEnding | None = None
+
+    @property
+    def ended(self) -> ToolEnding:
+        """``ending`` when said, else finished, or failed for an error."""
+        if self.ending is not None:
+            return self.ending
+        return ToolEnding.FAILED if self.is_error else ToolEnding.FINISHED
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,7 +9,13 @@ from pathlib import Path
 import pytest
 
 from treadle.adapters.context_refusals import context_refusal
-from treadle.adapters.fakes.refusals import OUTPUT_TOO, PROVIDERS, Provider, refusal_body
+from treadle.adapters.fakes.refusals import (
+    OUTPUT_TOO,
+    PROVIDERS,
+    Provider,
+    refusal_body,
+    refusal_error,
+)
 from treadle.adapters.http_model.payload import server_error
 from treadle.domain.values.model import ContextExceeded, HttpStatusError, MalformedStream
 
@@ -51,6 +57,21 @@ def test_each_providers_refusal_is_recognised(like: Provider) -> None:
         assert refusal.window == 8192
     if like == "vllm-old" or like not in OUTPUT_TOO:
         assert not refusal.output_too  # a prompt of 9,000 does not fit by itself
+
+
+@pytest.mark.parametrize("like", PROVIDERS)
+@pytest.mark.parametrize(
+    ("prompt", "window", "max_tokens"),
+    [(9000, 8192, 1024), (6000, 8192, 4096), (8192, 8192, 512), (131_073, 131_072, 0)],
+)
+def test_the_scripted_models_refusal_is_what_an_adapter_reads_from_the_body(
+    like: Provider, prompt: int, window: int, max_tokens: int
+) -> None:
+    # The fakes import no adapter: the scripted model says its refusal in its own words,
+    # and this holds them to what the recogniser makes of the provider's body.
+    limits = {"prompt": prompt, "window": window, "max_tokens": max_tokens}
+    _, body = refusal_body(like, **limits)
+    assert refusal_error(like, **limits) == context_refusal(json.dumps(body).encode())
 
 
 @pytest.mark.parametrize("like", sorted(OUTPUT_TOO))

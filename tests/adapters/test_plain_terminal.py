@@ -21,6 +21,7 @@ from treadle.domain.values.events import (
 )
 from treadle.domain.values.outcome import OutcomeKind, TurnOutcome
 from treadle.domain.values.text import printable
+from treadle.domain.values.tools import ToolEnding
 
 HOSTILE = "\x1b]0;owned\x07\x1b[31mred\x9b2J\r"
 CALL = ToolCall("c1", "bash", '{"command": "ls"}')
@@ -147,6 +148,6 @@ def test_a_notice_is_one_warning_line_in_print_and_an_event_in_json():
 def test_a_call_stopped_at_its_deadline_is_marked_stopped_not_done() -> None:
     out = io.StringIO()
     call = ToolCall("call_9", "agent", "{}")
-    PlainTerminal(out).show(ToolFinished(call, "deadline", False, 3.0))
+    PlainTerminal(out).show(ToolFinished(call, "deadline", False, 3.0, ending=ToolEnding.DEADLINE))
     PlainTerminal(out).show(ToolFinished(call, "finished", False, 3.0))
     assert out.getvalue().splitlines() == ["  ■ agent: deadline", "  ✓ agent: finished"]

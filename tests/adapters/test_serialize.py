@@ -6,7 +6,12 @@ import json
 
 import pytest
 
-from treadle.adapters.serialize import EVENT_BY_NAME, event_to_record, record_to_event
+from treadle.adapters.serialize import (
+    EVENT_BY_NAME,
+    event_to_record,
+    old_tool_ending,
+    record_to_event,
+)
 from treadle.domain.values.conversation import Message, Reasoning, ToolCall, Usage
 from treadle.domain.values.events import (
     AnswerDelta,
@@ -20,6 +25,7 @@ from treadle.domain.values.events import (
     TurnEnded,
 )
 from treadle.domain.values.outcome import FailureKind, OutcomeKind, TurnOutcome
+from treadle.domain.values.tools import ToolEnding
 
 CALL = ToolCall("c1", "bash", '{"command": "ls"}')
 THOUGHT = Reasoning("thinking", "pondered", seal="sig", position=1)
@@ -34,6 +40,7 @@ EVENTS = [
     ResponseReceived(3, "text", (CALL,), Usage(1, 2), "max_tokens"),
     PlanUpdated((PlanStep("a", "completed"), PlanStep("b")), "why"),
     ToolFinished(CALL, "exit 0 · 0.1 s", False, 0.1),
+    ToolFinished(CALL, "declined by you", True, 0.0, ending=ToolEnding.REFUSED),
     SubAgentProgress("agent-1", "running bash: ls", 2, Usage(5, 6), 1.5),
     TurnEnded(
         TurnOutcome(OutcomeKind.FAILED, "3", FailureKind("ResponseTruncated")), Usage(1, 1), 4, 2.0
@@ -77,3 +84,45 @@ def test_fields_that_hold_nothing_are_left_out_and_read_back_as_nothing():
     event = record_to_event(old)  # a record written before usage had kinds
     assert isinstance(event, ResponseReceived)
     assert (event.usage, event.reasoning) == (Usage(3, 4), ())
+
+
+# How a call ended, in records written before ``ending`` was --------------------------
+
+OLD_LINES = [
+    ("refused", True, ToolEnding.REFUSED),
+    ("blocked", True, ToolEnding.BLOCKED),
+    ("waiting for input", False, ToolEnding.WAITING),
+    ("interrupted", True, ToolEnding.INTERRUPTED),
+    ("deadline", False, ToolEnding.DEADLINE),
+    ("stopped", True, ToolEnding.STOPPED),
+    ("crashed", True, ToolEnding.CRASHED),
+    ("finished", False, ToolEnding.FINISHED),
+    ("exit 0 · 0.05 s", False, ToolEnding.FINISHED),
+    ("exit 2 · 0.05 s", True, ToolEnding.FAILED),
+    ("deadline 10 s", True, ToolEnding.FAILED),  # a command's deadline is its own line
+    ("Turn failed: HttpError: HTTP 500", True, ToolEnding.FAILED),  # a sub-agent's failure
+    ("", False, ToolEnding.FINISHED),
+]
+
+
+@pytest.mark.parametrize(("status", "is_error", "ending"), OLD_LINES)
+def test_an_old_records_line_says_how_its_call_ended(status, is_error, ending):
+    assert old_tool_ending(status, is_error) == ending
+
+
+def test_an_old_tool_finished_line_reads_back_with_its_ending():
+    # As the transcripts of 0.x wrote it: a status, no ending.
+    line = (
+        '{"type": "tool_finished", "call": {"id": "c1", "name": "bash", "arguments": "{}"}, '
+        '"status": "interrupted", "is_error": true, "duration": 0.2, "agent": "", "diff": ""}'
+    )
+    event = record_to_event(json.loads(line))
+    assert isinstance(event, ToolFinished)
+    assert (event.status, event.ending) == ("interrupted", ToolEnding.INTERRUPTED)
+
+
+def test_a_new_record_says_its_ending_whatever_its_line():
+    event = ToolFinished(CALL, "declined by you", True, 0.0, ending=ToolEnding.REFUSED)
+    record = event_to_record(event)
+    assert record["ending"] == "refused"
+    assert record_to_event(record) == event

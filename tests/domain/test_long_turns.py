@@ -19,8 +19,8 @@ from treadle.adapters.fakes import (
     ScriptedModel,
 )
 from treadle.adapters.fakes import ScriptedResponse as R
-from treadle.adapters.fakes.model import request_tokens
 from treadle.adapters.fakes.refusals import PROVIDERS, Provider
+from treadle.adapters.fakes.window import request_tokens
 from treadle.domain.loop.settings import TurnSettings
 from treadle.domain.loop.turn import Agent, TurnPorts
 from treadle.domain.rules.compaction import COMPACT_REQUEST, PLAN_HEADER

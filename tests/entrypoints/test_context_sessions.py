@@ -130,7 +130,7 @@ async def test_a_resumed_history_over_the_window_is_made_to_fit_before_it_is_sen
     [pruned] = terminal.of_type(ContextPruned)  # room was made before the request
     assert pruned.tokens_before > 8_192 > pruned.tokens_after
     answer = [r for r in second.requests if r.tools_allowed][-1]
-    from treadle.adapters.fakes.model import request_tokens
+    from treadle.adapters.fakes.window import request_tokens
 
     assert request_tokens(answer) + answer.max_tokens <= 8_192
 

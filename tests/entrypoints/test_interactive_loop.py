@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import signal
 
-from tests.conftest import ListTranscript
 from treadle.adapters.demo import demo_model
 from treadle.adapters.fakes import (
     FakeClock,
     FakeRunner,
+    MemoryTranscript,
     RecordingTerminal,
     ScriptedResponse,
 )
@@ -94,7 +94,7 @@ async def test_the_demo_answers_any_number_of_tasks_in_one_session() -> None:
     prompt_tasks = ["show me", "now fix the bug", "and a third"]
     prompt = TypedTasks(*prompt_tasks)
     model = demo_model(clock)
-    ports = TurnPorts(model, clock, FakeRunner(clock, DEMO_COMMANDS), prompt, ListTranscript([]))
+    ports = TurnPorts(model, clock, FakeRunner(clock, DEMO_COMMANDS), prompt, MemoryTranscript())
     agent = Agent(ports, TurnSettings(approval="auto"), core_tools())
     assert await run_interactive(agent, prompt) == 0
     started = [e.task for e in prompt.events if isinstance(e, TurnStarted)]

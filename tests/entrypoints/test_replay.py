@@ -275,6 +275,51 @@ async def test_calls_refused_by_a_read_only_policy_replay_refused(tmp_path: Path
     assert (await replay(path))[0] == 0
 
 
+# Transcripts written before calls said their ending --------------------------------
+
+
+def without_endings(path: Path) -> Path:
+    """The transcript as treadle wrote it before ``tool_finished`` had an ``ending``."""
+    records = [json.loads(line) for line in path.read_text().splitlines()]
+    for record in records:
+        if record["type"] == "tool_finished":
+            del record["ending"]
+    old = path.with_name("old-" + path.name)
+    old.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records))
+    return old
+
+
+async def test_a_transcript_written_before_tool_endings_replays_as_it_did(tmp_path: Path) -> None:
+    # Declined, blocked, unanswered, interrupted and stopped-at-a-deadline calls: every
+    # ending replay tells apart, read back from the old lines alone.
+    declined = tmp_path / "declined.jsonl"
+    script = [R.calling("bash", command="rm -rf build"), R.calling("bash", command="make")]
+    await record(declined, [(script, "clean up")], approval="ask", approvals=["no"])
+    asked = tmp_path / "asked.jsonl"
+    await record(
+        asked, [([R.calling("ask", question="Which?")], "paint"), ([R.saying("ok")], "blue")]
+    )
+    paused = tmp_path / "paused.jsonl"
+    check = [R.calling("bash", "Checking.", command="make check")]
+    await record(
+        paused,
+        [(check, "check it"), ([R.saying("Done.")], "Continue.")],
+        processes={"make check": FakeProcess("ok\n", duration=10.0)},
+        esc_when=lambda e: isinstance(e, ToolStarted),
+    )
+    golden = tmp_path / "golden.jsonl"
+    golden.write_text(GOLDEN.read_text())  # a sub-agent stopped at its deadline
+    for path in (declined, asked, paused, golden):
+        old = without_endings(path)
+        then, now = Recording(read_transcript(old)), Recording(read_transcript(path))
+        assert [c.ending for c in then.calls] == [c.ending for c in now.calls], path.name
+        code, said = await replay(old)
+        assert (code, said) == (
+            0,
+            f"replay: {said.split()[1]} requests, no divergence from {old}\n",
+        )
+
+
 # How a recorded failure is read back ----------------------------------------------
 
 FAILURES = [
