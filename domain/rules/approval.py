@@ -40,9 +40,19 @@ _TWO_WORD_PROGRAMS = frozenset(
         "python3",
     }
 )
+# Subcommands whose next word names what they run: "always allow npm run test" should
+# not also allow "npm run deploy", nor "uv run pytest" allow "uv run rm".
+_THREE_WORD_COMMANDS = frozenset(
+    {"npm run", "npm run-script", "pnpm run", "yarn run", "uv run", "poetry run", "go run"}
+)
+# Subcommands that fetch or run any program: never a prefix.
+_RUNNING_SUBCOMMANDS = frozenset({"npm exec", "pnpm exec", "pnpm dlx", "yarn exec", "yarn dlx"})
 # Programs that run another command: allowing them "always" would allow anything.
 _WRAPPERS = frozenset(
     {
+        "npx",
+        "bunx",
+        "uvx",
         "env",
         "sudo",
         "doas",
@@ -98,9 +108,14 @@ def command_prefix(command: str) -> str:
     if not words or words[0] in _WRAPPERS or "=" in words[0]:
         return ""
     if words[0] in _TWO_WORD_PROGRAMS:
-        if len(words) > 1 and not words[1].startswith("-"):
-            return " ".join(words[:2])
-        return ""
+        if len(words) < 2 or words[1].startswith("-"):
+            return ""
+        two = " ".join(words[:2])
+        if two in _RUNNING_SUBCOMMANDS:
+            return ""
+        if two in _THREE_WORD_COMMANDS:
+            return " ".join(words[:3]) if len(words) > 2 and not words[2].startswith("-") else ""
+        return two
     return words[0]
 
 
