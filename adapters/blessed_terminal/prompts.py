@@ -105,6 +105,8 @@ class Prompts:
                     + lines[0],
                     *("  " + line for line in lines[1:]),
                     *("  " + line for line in change),
+                    # Why an allowed prefix did not cover it, or why "always" is missing.
+                    *(["  " + s.dim(one_line(request.why, 200))] if request.why else []),
                 ]
             )
             view = "[v]iew all · " if folded_away else ""

@@ -99,14 +99,28 @@ class ShadowGit:
         self.binary = shutil.which("git", path=self.env.get("PATH")) or ""
         self.stderr = b""
 
-    def __call__(self, *args: str, stdin: bytes | None = None, ok: Sequence[int] = (0,)) -> bytes:
-        """``git ARGS``'s output; GitError when it ends with another code than ``ok``."""
+    def __call__(
+        self,
+        *args: str,
+        stdin: bytes | None = None,
+        ok: Sequence[int] = (0,),
+        work_tree: str = "",
+        literal: bool = True,
+    ) -> bytes:
+        """``git ARGS``'s output; GitError when it ends with another code than ``ok``.
+        ``work_tree`` runs it on another work tree than the workspace; ``literal``
+        False is for the commands that refuse literal pathspecs (``check-ignore``)."""
         if not self.binary:
             raise GitError("checkpoints need git, and there is no git on PATH")
+        env = dict(self.env)
+        if work_tree:
+            env["GIT_WORK_TREE"] = work_tree
+        if not literal:
+            del env["GIT_LITERAL_PATHSPECS"]
         result = subprocess.run(
             [self.binary, *args],
-            cwd=self.work_tree,
-            env=self.env,
+            cwd=work_tree or self.work_tree,
+            env=env,
             input=stdin,
             stdin=None if stdin is not None else subprocess.DEVNULL,
             capture_output=True,

@@ -2,8 +2,9 @@
 
 It is the checkpoint commit's message, as JSON: the session and task of the turn it
 was taken before, empty folders, permission bits git does not keep (it keeps only the
-executable bit), what was left out and why, and a fingerprint of the user's own
-repository, to say when a turn changed it.
+executable bit), what was left out and why (too large, a repository of its own, an
+ignore rule), and a fingerprint of the user's own repository, to say when a turn
+changed it.
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ class Manifest:
     """Regular files whose permission bits are neither 644 nor 755."""
     skipped_large: tuple[str, ...] = ()
     skipped_nested: tuple[str, ...] = ()
+    ignored: tuple[str, ...] = ()
+    """What an ignore rule of the workspace left out (folders end in ``/``)."""
     user_git: tuple[tuple[str, str], ...] | None = None
     undid: int = 0
     """For the state kept by an undo: the number of the checkpoint it went back to."""
@@ -50,6 +53,7 @@ class Manifest:
             modes=tuple((str(path), int(mode)) for path, mode in data.get("modes", ())),
             skipped_large=tuple(data.get("skipped_large", ())),
             skipped_nested=tuple(data.get("skipped_nested", ())),
+            ignored=tuple(data.get("ignored", ())),
             user_git=tuple((k, v) for k, v in user_git) if user_git is not None else None,
             undid=int(data.get("undid", 0)),
         )

@@ -36,8 +36,11 @@ from typing import TypeVar
 from returns.result import Failure, Result, Success
 
 from treadle.adapters.checkpoints.git import GitError, ShadowGit, literal_pattern
+from treadle.adapters.checkpoints.ignores import hidden_by_rules
 from treadle.adapters.checkpoints.manifest import Manifest, user_repository_state
 
+IGNORED_KEPT = 1_000
+"""Entries an ignore rule left out that a checkpoint lists (to name only new ones)."""
 CHECKPOINTS = "refs/treadle/checkpoints/"
 UNDONE = "refs/treadle/undone/"
 REDO = "refs/treadle/redo/"
@@ -152,10 +155,26 @@ class ShadowRepository:
         return self._attempt(record)
 
     def _snapshot(self) -> Result[_Snapshot, str]:
-        """Bring the private index to the workspace's state and write its tree."""
+        """Bring the private index to the workspace's state and write its tree.
+
+        The workspace's ignore rules leave out new files only as far as
+        ``ignores.py`` says: what is recorded stays, every ``.gitignore`` is recorded,
+        and a rule counts from the checkpoint after the one that recorded it."""
         self._write_excludes(())
         candidates = self._candidates()
-        if candidates is None:
+        latest = self._read(CHECKPOINTS)[-1:]
+        hidden = hidden_by_rules(
+            self.git,
+            latest[0].tree if latest else None,
+            os.path.join(self.folder, "rules"),
+            self._is_own,
+            self.limits.max_files,
+        )
+        if (
+            candidates is None
+            or hidden is None
+            or (len(candidates) + len(hidden.kept) > self.limits.max_files)
+        ):
             return Failure(
                 f"no checkpoint: more than {self.limits.max_files:,} files (not ignored) in "
                 f"{self.workspace}, so this turn cannot be undone"
@@ -163,7 +182,7 @@ class ShadowRepository:
         large: list[str] = []
         nested: list[str] = []
         modes: dict[str, int] = {}
-        for path in candidates:
+        for path in [*candidates, *hidden.kept]:
             if path.endswith("/"):  # a repository of its own, or a submodule
                 nested.append(path.rstrip("/"))
                 continue
@@ -182,12 +201,19 @@ class ShadowRepository:
         if large:
             limit = f"{self.limits.max_file_bytes / (1 << 20):g} MiB"
             notices.append(f"not recorded (over {limit}), so undo leaves them: {_some(large)}")
+        said = set(latest[0].manifest.ignored) if latest else set()
+        unsaid = [p for p in hidden.left_out if p not in said]
+        if unsaid:
+            notices.append(
+                f"not recorded (an ignore rule of the workspace leaves them out), so undo "
+                f"leaves them: {_some(unsaid)}"
+            )
         self._write_excludes([*nested, *large])
-        # What the index still holds but must not any more: now ignored, large or nested.
-        dropped = set(
-            self.git.paths("ls-files", "-z", "--cached", "--ignored", "--exclude-standard")
-        )
-        dropped |= {*large, *nested}
+        # What the index still holds but must not any more: large, nested or treadle's.
+        # Whatever the workspace's ignore rules say, what is recorded stays recorded.
+        dropped = {*large, *nested}
+        if self._own:
+            dropped |= {p for p in self.git.paths("ls-files", "-z", "--cached") if self._is_own(p)}
         if dropped:
             self.git(
                 "rm", "--cached", "--force", "-r", "-q", "--ignore-unmatch",
@@ -198,6 +224,16 @@ class ShadowRepository:
         unreadable = [
             line for line in self.git.stderr.decode(errors="replace").splitlines() if line
         ]
+        kept = [p for p in hidden.kept if p not in large and not p.endswith("/")]
+        if kept:  # hidden by a rule the checkpoint before did not have: recorded
+            self.git(
+                "add", "--force", "--ignore-errors",
+                "--pathspec-from-file=-", "--pathspec-file-nul",
+                stdin=b"".join(os.fsencode(p) + b"\0" for p in kept), ok=(0, 1),
+            )  # fmt: skip
+            unreadable += [
+                line for line in self.git.stderr.decode(errors="replace").splitlines() if line
+            ]
         if unreadable:
             notices.append("not recorded: " + "; ".join(unreadable[:5]))
         tree = self.git("write-tree").decode().strip()
@@ -206,9 +242,18 @@ class ShadowRepository:
             modes=tuple(sorted(modes.items())),
             skipped_large=tuple(large),
             skipped_nested=tuple(nested),
+            ignored=tuple(hidden.left_out[:IGNORED_KEPT]),
             user_git=user_repository_state(self.workspace),
         )
         return Success(_Snapshot(tree, manifest, tuple(notices)))
+
+    def _is_own(self, path: str) -> bool:
+        """Whether ``path`` (a folder ends in ``/``) is or holds treadle's own folders."""
+        path = path.rstrip("/")
+        return any(
+            path == own or path.startswith(own + "/") or own.startswith(path + "/")
+            for own in self._own
+        )
 
     def _candidates(self) -> list[str] | None:
         """What git would record (tracked and untracked files, not ignored); None past
@@ -402,6 +447,12 @@ class ShadowRepository:
         if target.manifest.skipped_large:
             notices.append(
                 "not restored (too large to record): " + _some(target.manifest.skipped_large)
+            )
+        made_ignored = [p for p in now.manifest.ignored if p not in target.manifest.ignored]
+        if made_ignored:
+            notices.append(
+                "left as they are (an ignore rule of the workspace kept them out of the "
+                "checkpoints): " + _some(made_ignored)
             )
         removed = [p for p in deleted if p not in write] + [f"{f}/" for f in folders]
         return Restored(target, tuple(write), tuple(removed), tuple(notices))

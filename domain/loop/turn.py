@@ -387,7 +387,9 @@ class Agent:
             diff = ""
             if isinstance(tool, PreviewsChanges):  # the person sees what they say yes to
                 diff = await tool.preview(arguments, self._context(stop))
-            request = ApprovalRequest(call.name, summary, decision.prefix, self.name, diff, call.id)
+            request = ApprovalRequest(
+                call.name, summary, decision.prefix, self.name, diff, decision.why, call.id
+            )
             self.waiting_on_person(True)
             try:
                 reply = await self.ports.terminal.ask_approval(request)
@@ -395,6 +397,8 @@ class Agent:
                 self.waiting_on_person(False)
             if reply is None:
                 needed = f"approval needed to run {call.name}: {summary}"
+                if decision.why:
+                    needed += f" ({decision.why})"
                 self.emit(ToolStarted(call, summary, self.name))
                 blocked = ToolEnding.BLOCKED
                 self.emit(ToolFinished(call, "blocked", True, 0.0, self.name, ending=blocked))

@@ -97,12 +97,14 @@ class ApprovalRequest:
     """A tool call that needs a yes. ``prefix`` is what "always" would allow from now on;
     empty when no prefix is safe to allow, and "always" is then not offered. ``diff``
     is the whole change a write would make, shown with the question (folded on the
-    screen, all of it on a key). ``call_id`` names the call asked about (an editor
-    shows the question on the call)."""
+    screen, all of it on a key). ``why`` says why no allowed prefix covers a command
+    (``find -exec`` when ``find`` is allowed). ``call_id`` names the call asked about
+    (an editor shows the question on the call)."""
 
     tool: str
     summary: str
     prefix: str
     agent: str = ""
     diff: str = ""
+    why: str = ""
     call_id: str = ""

@@ -649,3 +649,16 @@ async def test_a_pasted_text_of_several_lines_is_one_task(rig: Rig) -> None:
         rig.terminal.press(key)
     rig.terminal.press(Key.ENTER)  # the last one: submitted
     assert await asyncio.wait_for(reading, 1) == "fix this:\n  File x.py"
+
+
+async def test_an_approval_says_why_an_allowed_prefix_did_not_cover_it(rig: Rig) -> None:
+    rig.terminal.can_answer = True
+    rig.start()
+    why = "the allowed prefix “find” does not cover this: -delete deletes the files found"
+    request = ApprovalRequest("bash", "find . -delete", "", why=why)
+    asking = asyncio.create_task(rig.terminal.ask_approval(request))
+    await asyncio.sleep(0)
+    assert f"  {why}" in rig.lines
+    assert rig.screen().cursor_row.startswith("[y]es · [n]o ›")
+    rig.terminal.press("n")
+    assert await asyncio.wait_for(asking, 1) == "no"

@@ -371,3 +371,113 @@ def test_a_tree_whose_manifest_outgrows_one_argument_is_recorded_and_undone(work
     (workspace / "empty" / "folder-with-a-rather-long-name-00009").rmdir()
     undone(shadow)
     assert tree_state(workspace) == before
+
+
+EVERYTHING_BUT_SRC = "*\n!src/\n"
+
+
+def a_project(ws: Path) -> None:
+    write(ws / "README.md", "hello\n")
+    write(ws / "src" / "app.py", "print('app')\n")
+    write(ws / "docs" / "guide.md", "# Guide\n")
+
+
+def test_a_gitignore_of_everything_makes_no_untouched_file_look_deleted(
+    workspace: Path, shadow: ShadowRepository
+) -> None:
+    a_project(workspace)
+    recorded(shadow, task="turn 1")
+    write(workspace / ".gitignore", EVERYTHING_BUT_SRC)  # the turn
+    diff = shadow.changes().unwrap().text
+    assert " .gitignore | 2 ++" in diff
+    assert "1 file changed" in diff and "deleted" not in diff
+    assert "README.md" not in diff and "guide.md" not in diff
+
+
+def test_undo_takes_away_a_gitignore_the_turn_wrote_even_one_that_ignores_itself(
+    workspace: Path, shadow: ShadowRepository
+) -> None:
+    a_project(workspace)
+    before = tree_state(workspace)
+    recorded(shadow, task="turn 1")
+    write(workspace / ".gitignore", EVERYTHING_BUT_SRC)
+    restored = undone(shadow)
+    assert restored.removed == (".gitignore",) and restored.restored == ()
+    assert tree_state(workspace) == before
+
+
+def test_after_a_gitignore_of_everything_a_file_the_next_turn_deletes_comes_back(
+    workspace: Path, shadow: ShadowRepository
+) -> None:
+    a_project(workspace)
+    recorded(shadow, task="turn 1")
+    write(workspace / ".gitignore", EVERYTHING_BUT_SRC)
+    second = recorded(shadow, task="turn 2")
+    assert second.notices == ()  # nothing recorded before is left out now
+    (workspace / "docs" / "guide.md").unlink()
+    (workspace / "src" / "app.py").unlink()
+    diff = shadow.changes().unwrap().text
+    assert "docs/guide.md" in diff and "src/app.py" in diff and "README.md" not in diff
+    restored = undone(shadow)
+    assert set(restored.restored) == {"docs/guide.md", "src/app.py"}
+    assert (workspace / "docs" / "guide.md").read_text() == "# Guide\n"
+    assert undone(shadow).removed == (".gitignore",)
+    assert not (workspace / ".gitignore").exists()
+
+
+def test_files_a_turn_makes_under_its_own_gitignore_are_recorded_and_undone(
+    workspace: Path, shadow: ShadowRepository
+) -> None:
+    a_project(workspace)
+    before = tree_state(workspace)
+    recorded(shadow, task="turn 1")
+    write(workspace / ".gitignore", EVERYTHING_BUT_SRC)
+    write(workspace / "notes" / "plan.md", "the plan\n")
+    write(workspace / "src" / "new.py", "new\n")
+    write(workspace / "sub" / ".gitignore", "*\n")  # in a folder the root rule ignores
+    assert "notes/plan.md" in shadow.changes().unwrap().text
+    restored = undone(shadow)
+    assert set(restored.removed) >= {".gitignore", "notes/plan.md", "src/new.py"}
+    assert tree_state(workspace) == before
+
+
+def test_what_an_ignore_rule_leaves_out_is_said_once_and_undo_says_what_it_leaves(
+    workspace: Path, shadow: ShadowRepository
+) -> None:
+    a_project(workspace)
+    write(workspace / ".gitignore", "*.log\nbuild/\n")
+    write(workspace / "debug.log", "log\n")
+    write(workspace / "build" / "x.o", "o\n")
+    first = recorded(shadow, task="turn 1")
+    assert first.notices == (
+        "not recorded (an ignore rule of the workspace leaves them out), so undo leaves "
+        "them: build/, debug.log",
+    )
+    assert recorded(shadow, task="turn 2").notices == ()  # said already
+    write(workspace / "other.log", "made by the turn, ignored before it began\n")
+    write(workspace / "build" / "y.o", "in a folder left out already\n")
+    restored = undone(shadow)
+    assert restored.notices == (
+        "left as they are (an ignore rule of the workspace kept them out of the "
+        "checkpoints): other.log",
+    )
+    assert (workspace / "other.log").exists() and (workspace / "build" / "y.o").exists()
+
+
+def test_a_rule_written_by_one_turn_counts_from_the_checkpoint_after_the_next(
+    workspace: Path, shadow: ShadowRepository
+) -> None:
+    a_project(workspace)
+    recorded(shadow, task="turn 1")
+    write(workspace / ".gitignore", "out/\n")
+    write(workspace / "out" / "a", "made with the rule: recorded\n")
+    second = recorded(shadow, task="turn 2")
+    assert "out/a" in shadow.git("ls-tree", "-r", "--name-only", second.tree).decode().split()
+    write(workspace / "out" / "b", "made after the rule was recorded: left out\n")
+    third = recorded(shadow, task="turn 3")
+    assert third.notices == (
+        "not recorded (an ignore rule of the workspace leaves them out), so undo leaves "
+        "them: out/b",
+    )
+    (workspace / "out" / "a").unlink()
+    assert undone(shadow).restored == ("out/a",)  # recorded once, it stays recorded

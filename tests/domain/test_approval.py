@@ -39,6 +39,14 @@ def test_decisions_by_policy_and_access(policy, access, expected):
         ("env X=1 rm x", ""),
         ("bash -c 'rm x'", ""),
         ("FOO=1 make", ""),
+        ("npm run build -- --watch", "npm run build"),
+        ("uv run pytest -x", "uv run pytest"),
+        ("uv run --with evil pytest", ""),
+        ("npm run", ""),
+        ("npm exec cowsay", ""),
+        ("pnpm dlx create-x", ""),
+        ("npx cowsay", ""),
+        ("cargo run --release", "cargo run"),
         ("", ""),
     ],
 )
@@ -104,3 +112,79 @@ async def test_read_only_refuses_commands_with_a_tool_error(rig):
     await r.agent.run_turn("x")
     assert "read-only" in r.model.requests[1].messages[-1].text
     assert r.runner.specs == []
+
+
+@pytest.mark.parametrize(
+    ("command", "allowed", "why"),
+    [
+        ("find . -exec touch pwned {} +", "find", "-exec runs a command on each file found"),
+        ("find . -delete", "find", "-delete deletes the files found"),
+        ("rg x --pre ./decode", "rg", "--pre runs a command on each file searched"),
+        ("sed -i s/a/b/ f", "sed", "-i edits the files in place"),
+        ("sed 's/.*/id/e' f", "sed", "the sed script: its s///e runs the result as a command"),
+        ("tar -xf a.tar --to-command=sh", "tar", "--to-command pipes each file to a command"),
+        ("git fetch --upload-pack=./x", "git fetch", "--upload-pack runs the program it names"),
+        ("awk '{ system(\"x\") }' f", "awk", "the awk script: its system() runs a command"),
+    ],
+)
+def test_an_allowed_prefix_does_not_cover_what_runs_or_writes_and_says_why(command, allowed, why):
+    decision = decide_approval("ask", "execute", command, allowed={allowed})
+    assert decision == Ask("", f"the allowed prefix “{allowed}” does not cover this: {why}")
+
+
+def test_the_same_program_without_the_hazard_is_still_covered():
+    assert decide_approval("ask", "execute", "find . -name '*.py'", allowed={"find"}) == Allow()
+    assert decide_approval("ask", "execute", "sed -n 's/a/b/p' f", allowed={"sed"}) == Allow()
+
+
+def test_always_is_not_offered_for_a_command_no_prefix_could_cover():
+    decision = decide_approval("ask", "execute", "find . -delete")
+    assert decision == Ask("", "no prefix can be allowed for this: -delete deletes the files found")
+
+
+@pytest.mark.parametrize(
+    ("command", "allowed"),
+    [
+        ("xargs touch pwned", "xargs"),
+        ("env touch pwned", "env"),
+        ("python -c 'import os'", "python"),
+        ("git -c core.pager=./x log", "git log"),
+        ("git -C /etc status", "git status"),
+        ("ssh -o ProxyCommand=./x host", "ssh"),
+    ],
+)
+def test_programs_that_run_others_are_never_covered(command, allowed):
+    assert decide_approval("ask", "execute", command, allowed={allowed}) == Ask("")
+
+
+async def test_an_allowed_find_still_asks_before_exec_and_the_blocked_turn_says_why(rig):
+    r = rig(
+        [R.calling("bash", command="find . -exec touch pwned {} +")],
+        settings=TurnSettings(approval="ask", allowed_prefixes=("find",)),
+    )
+    outcome = await r.agent.run_turn("x")
+    assert outcome.kind is OutcomeKind.BLOCKED
+    assert outcome.screen_line == (
+        "Turn blocked: approval needed to run bash: find . -exec touch pwned {} + "
+        "(the allowed prefix “find” does not cover this: -exec runs a command on each file found)"
+    )
+    assert r.runner.specs == []
+
+
+async def test_the_person_asked_reads_why_and_is_not_offered_always(rig):
+    r = rig(
+        [
+            R.calling("bash", command="find . -name x"),
+            R.calling("bash", command="find . -delete"),
+            R.saying("ok"),
+        ],
+        {"find . -name x": FakeProcess(), "find . -delete": FakeProcess()},
+        settings=TurnSettings(approval="ask", allowed_prefixes=("find",)),
+        terminal=RecordingTerminal(approvals=["yes"]),
+    )
+    await r.agent.run_turn("x")
+    [request] = r.terminal.approval_requests
+    assert (request.summary, request.prefix) == ("find . -delete", "")
+    why = "the allowed prefix “find” does not cover this: -delete deletes the files found"
+    assert request.why == why
+    assert len(r.runner.specs) == 2

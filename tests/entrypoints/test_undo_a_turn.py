@@ -171,3 +171,44 @@ def test_undo_waits_while_a_turn_is_running_in_the_folder(tmp_path: Path) -> Non
         "undo when it has ended\n"
     )
     assert run_treadle("diff", cwd=workspace, env=treadle_env(tmp_path)).returncode == 1
+
+
+def test_a_turn_that_ignores_everything_hides_nothing_from_diff_and_undo(tmp_path: Path) -> None:
+    """The issue's case: a turn writes a .gitignore of '*' and '!src/'; the next turn
+    deletes a file; ``treadle undo`` brings it back, then takes the .gitignore away."""
+    workspace = tmp_path / "work"
+    populate(workspace)
+    before = tree_state(workspace)
+    env = treadle_env(tmp_path)
+
+    def turn(task: str, name: str, **arguments: object) -> None:
+        script = write_script(
+            tmp_path, {"tool_calls": [{"name": name, "arguments": arguments}]}, {"text": "Done."}
+        )
+        ran = run_treadle(
+            "--model", f"script:{script}", "--approval", "auto", "--print", task,
+            cwd=workspace, env=env,
+        )  # fmt: skip
+        assert ran.returncode == 0, ran.stdout + ran.stderr
+
+    turn("ignore it all", "write_file", path=".gitignore", content="*\n!src/\n")
+    diff = run_treadle("diff", cwd=workspace, env=env)
+    assert diff.returncode == 0, diff.stderr
+    assert "1 file changed, 2 insertions(+)" in diff.stdout
+    assert "deleted" not in diff.stdout and "calc.py" not in diff.stdout
+
+    turn("delete the notes", "bash", command="rm notes.txt")
+    assert not (workspace / "notes.txt").exists()
+    assert "notes.txt" in run_treadle("diff", cwd=workspace, env=env).stdout
+    undo = run_treadle("undo", cwd=workspace, env=env)
+    assert undo.returncode == 0, undo.stderr
+    assert "  restored  notes.txt" in undo.stdout.splitlines()
+    assert (workspace / "notes.txt").read_text() == "notes\n"
+
+    again = run_treadle("undo", cwd=workspace, env=env)
+    assert again.returncode == 0, again.stderr
+    assert again.stdout.splitlines()[1:3] == [
+        "  removed   .gitignore",
+        "treadle redo (or /redo) takes this undo back.",
+    ]
+    assert tree_state(workspace) == before
