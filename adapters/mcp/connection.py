@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import time
 from collections.abc import Callable, Collection, Iterator
@@ -185,8 +186,8 @@ class McpConnection:
                     self.server_info = f"{result.server_info.name} {result.server_info.version}"
                     self._repair.version = result.protocol_version
                     self._phase = "tools/list"
-                    self.tools = await _listed_tools(session)
-                    self.notes = tuple(self._repair.notes)
+                    self.tools, again = _once_each(await _listed_tools(session))
+                    self.notes = (*self._repair.notes, *again)
                     self._session = session
                     self._ready.set_result(None)
                     await self._until_the_end()
@@ -424,6 +425,20 @@ async def _listed_tools(session: ClientSession) -> tuple[ListedTool, ...]:
         if not cursor:
             break
     return tuple(tools)
+
+
+def _once_each(tools: tuple[ListedTool, ...]) -> tuple[tuple[ListedTool, ...], list[str]]:
+    """The tools, each name once (as first listed: a call names only the tool), and
+    a note for each name listed more than once."""
+    kept: dict[str, ListedTool] = {}
+    notes: list[str] = []
+    for tool in tools:
+        note = f"tool {json.dumps(tool.name, ensure_ascii=False)} is listed more than once"
+        if tool.name not in kept:
+            kept[tool.name] = tool
+        elif note + "; it is offered once" not in notes:
+            notes.append(note + "; it is offered once")
+    return tuple(kept.values()), notes
 
 
 def _reason(error: MCPError) -> str:

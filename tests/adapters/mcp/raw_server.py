@@ -8,6 +8,8 @@ Its tools: ``echo`` answers; ``lone`` answers with a lone surrogate (the JSON es
 that is not an object, ``wrong`` with content that is not a tool's. Its list also
 holds ``null``, whose ``inputSchema`` is null, ``listed``, whose is a list, and an
 entry without a name. With ``--broken-list``, its tool list is not a list at all.
+With ``--clashing-names``, its tools are ``a/b``, ``a_b`` and ``ok`` listed twice,
+each answering with its own name.
 """
 
 from __future__ import annotations
@@ -23,6 +25,10 @@ TOOLS = [
     {"name": "null", "description": "Takes nothing, says nothing.", "inputSchema": None},
     {"name": "listed", "inputSchema": ["text"]},
     {"description": "A tool without a name.", "inputSchema": SCHEMA},
+]
+CLASHING = [
+    {"name": name, "description": f"Listed as {name}.", "inputSchema": SCHEMA}
+    for name in ("a/b", "a_b", "ok", "ok")
 ]
 
 
@@ -43,11 +49,14 @@ def called(request_id: object, name: str, arguments: dict[str, object]) -> bytes
         return answer(request_id, ["not", "an", "object"])
     if name == "wrong":
         return answer(request_id, {"content": [{"type": "hologram"}]})
+    if name in ("a/b", "a_b", "ok"):
+        return text(request_id, f"called {name}")
     return text(request_id, f"echo: {arguments.get('text', '')}")
 
 
 def main() -> None:
     broken_list = "--broken-list" in sys.argv
+    tools = CLASHING if "--clashing-names" in sys.argv else TOOLS
     out = sys.stdout.buffer
     for line in sys.stdin:
         message = json.loads(line)
@@ -65,7 +74,7 @@ def main() -> None:
                 },
             )
         elif method == "tools/list":
-            reply = answer(request_id, {"tools": "none" if broken_list else TOOLS})
+            reply = answer(request_id, {"tools": "none" if broken_list else tools})
         elif method == "tools/call":
             reply = called(request_id, params["name"], params.get("arguments") or {})
         else:

@@ -107,3 +107,27 @@ async def test_a_tool_list_the_sdk_cannot_read_fails_the_start_saying_what_is_wr
         "MCP server broken did not start: its answer to tools/list is not valid MCP "
         "(tools: Input should be a valid list). Its tools are not available."
     )
+
+
+async def test_a_name_the_providers_accept_is_kept_and_a_name_listed_twice_offered_once(
+    folder,
+) -> None:
+    servers = McpServers(
+        [raw_server("clash", "--clashing-names")], workspace=str(folder), grace=0.2
+    )
+    session = await Session(servers).start()
+    try:
+        [rewritten] = set(session.tools) - {"mcp__clash__a_b", "mcp__clash__ok"}
+        assert rewritten.startswith("mcp__clash__a_b_") and len(session.tools) == 3
+        for name, tool in [
+            ("mcp__clash__a_b", "a_b"),
+            (rewritten, "a/b"),
+            ("mcp__clash__ok", "ok"),
+        ]:
+            outcome = await session.call(name, tool_context(folder), text="hi")
+            assert isinstance(outcome, ToolResult) and outcome.text == f"called {tool}"
+        assert [n.text for n in session.notices] == [
+            'MCP server clash: tool "ok" is listed more than once; it is offered once.'
+        ]
+    finally:
+        await servers.close()
