@@ -42,10 +42,10 @@ from returns.result import Failure, Result, Success
 
 from treadle import __version__
 from treadle.adapters.mcp.config import McpServerConfig
-from treadle.adapters.mcp.http import MissingToken, http_transport
+from treadle.adapters.mcp.http import OVER_THE_LIMIT, MissingToken, http_transport
 from treadle.adapters.mcp.results import answer_of
 from treadle.adapters.mcp.stdio import ServerProcess, stdio_transport
-from treadle.adapters.mcp.values import ListedTool, McpAnswer, McpCallFailure
+from treadle.adapters.mcp.values import OVERSIZED, ListedTool, McpAnswer, McpCallFailure
 from treadle.adapters.mcp.wire import ToolListRepair, first_problem
 from treadle.adapters.process.tree import running_trees
 from treadle.domain.values.text import one_line
@@ -298,9 +298,19 @@ class McpConnection:
                         f"no result within {timeout:g} s; the call was cancelled",
                     )
                 )
+            if OVER_THE_LIMIT in error.message:  # over HTTP: an event's, or a body's
+                self._fail(f"treadle closed its connection for {OVERSIZED}")
+                self._keep(asyncio.ensure_future(self._end(hard=True)))
+                why = f"sent {OVERSIZED}; treadle closed its connection"
+                return Failure(McpCallFailure("server_gone", f"the MCP server {self.name} {why}"))
             if error.code == mcp.CONNECTION_CLOSED:
                 with anyio.move_on_after(3 * self._process.grace + 3):
                     await self._finished.wait()  # for the reason it went away
+                if self._process.oversized:
+                    why = f"sent {OVERSIZED}; treadle stopped it"
+                    return Failure(
+                        McpCallFailure("server_gone", f"the MCP server {self.name} {why}")
+                    )
                 why = self.error or "the session is ending"
                 return Failure(
                     McpCallFailure(
@@ -361,10 +371,14 @@ class McpConnection:
     # Saying what happened ----------------------------------------------------------------
 
     def _why_it_ended(self) -> str:
+        if self._process.oversized:
+            return f"treadle stopped it for {OVERSIZED}"
         where = f" (its stderr is in {self._log_path})" if self.config.transport == "stdio" else ""
         return f"it {self._ending()}{where}"
 
     def _ending(self) -> str:
+        if self._process.oversized:
+            return f"sent {OVERSIZED}, so treadle stopped it"
         code = self._process.exit_code
         if code is None:
             return "closed its output"

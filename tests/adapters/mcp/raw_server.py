@@ -5,7 +5,8 @@ SDK's own server API refuses to send: answers the SDK cannot read.
 
 Its tools: ``echo`` answers; ``lone`` answers with a lone surrogate (the JSON escape
 ``\\udc80``), ``bytes`` with a byte that is not UTF-8, ``shapeless`` with a result
-that is not an object, ``wrong`` with content that is not a tool's. Its list also
+that is not an object, ``wrong`` with content that is not a tool's, ``huge`` with
+a text of 100 MB (written a mebibyte at a time, never held whole). Its list also
 holds ``null``, whose ``inputSchema`` is null, ``listed``, whose is a list, and an
 entry without a name. With ``--broken-list``, its tool list is not a list at all.
 With ``--clashing-names``, its tools are ``a/b``, ``a_b`` and ``ok`` listed twice,
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import json
 import sys
+from typing import BinaryIO
 
 SCHEMA = {"type": "object", "properties": {"text": {"type": "string"}}}
 TOOLS = [
@@ -25,6 +27,7 @@ TOOLS = [
     {"name": "null", "description": "Takes nothing, says nothing.", "inputSchema": None},
     {"name": "listed", "inputSchema": ["text"]},
     {"description": "A tool without a name.", "inputSchema": SCHEMA},
+    {"name": "huge", "inputSchema": SCHEMA},
 ]
 CLASHING = [
     {"name": name, "description": f"Listed as {name}.", "inputSchema": SCHEMA}
@@ -54,6 +57,18 @@ def called(request_id: object, name: str, arguments: dict[str, object]) -> bytes
     return text(request_id, f"echo: {arguments.get('text', '')}")
 
 
+HUGE = 100 * 1000 * 1000
+
+
+def write_huge(out: BinaryIO, request_id: object) -> None:
+    head, tail = text(request_id, "@").split(b"@")
+    out.write(head)
+    for _ in range(HUGE // 2**20):
+        out.write(b"a" * 2**20)
+    out.write(tail + b"\n")
+    out.flush()
+
+
 def main() -> None:
     broken_list = "--broken-list" in sys.argv
     tools = CLASHING if "--clashing-names" in sys.argv else TOOLS
@@ -64,6 +79,9 @@ def main() -> None:
         params = message.get("params") or {}
         if request_id is None:
             continue  # a notification
+        if method == "tools/call" and params["name"] == "huge":
+            write_huge(out, request_id)
+            continue
         if method == "initialize":
             reply = answer(
                 request_id,
