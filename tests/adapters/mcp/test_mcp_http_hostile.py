@@ -4,16 +4,18 @@ killed in the middle of a call."""
 
 from __future__ import annotations
 
+import asyncio
 import socket
 import subprocess
 import sys
+import time
 import tracemalloc
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.adapters.mcp.support import Session, tool_context
+from tests.adapters.mcp.support import SERVER, Session, events_of, eventually, tool_context
 from treadle.adapters.mcp.config import McpServerConfig
 from treadle.adapters.mcp.servers import McpServers
 from treadle.adapters.mcp.values import MAX_MESSAGE
@@ -85,4 +87,59 @@ async def test_a_result_over_the_message_limit_closes_the_connection_saying_why(
         assert peak < MAX_MESSAGE * 1.25
     finally:
         tracemalloc.stop()
+        await servers.close()
+
+
+async def test_a_server_killed_mid_call_fails_the_call_at_once_saying_so(tmp_path: Path) -> None:
+    events = tmp_path / "killed.events"
+    server, url = serve(sys.executable, str(SERVER), "http", "--log", str(events))
+    servers = McpServers(
+        [McpServerConfig("killed", url=url, tool_timeout=60)], workspace=str(tmp_path)
+    )
+    session = await Session(servers).start()
+    try:
+        call = asyncio.ensure_future(session.call("mcp__killed__hang", tool_context(tmp_path)))
+        assert await eventually(lambda: "hang started" in events_of(tmp_path, "killed"))
+        stop(server)  # SIGKILL, in the middle of the call
+        killed = time.monotonic()
+        outcome = await asyncio.wait_for(call, 30)
+        assert time.monotonic() - killed < 3
+        assert isinstance(outcome, ToolResult)
+        assert (outcome.is_error, outcome.status) == (True, "server gone")
+        assert outcome.text == (
+            "Error: the MCP server killed dropped the connection during the call"
+        )
+        later = await session.call("mcp__killed__echo", tool_context(tmp_path), text="anyone?")
+        assert isinstance(later, ToolResult) and later.is_error
+        assert [n.text for n in session.notices if isinstance(n, Notice)] == [
+            "MCP server killed stopped: it dropped the connection during a call, "
+            "and cannot be reached. Its tools now fail."
+        ]
+    finally:
+        stop(server)
+        await servers.close()
+
+
+async def test_a_call_to_a_server_killed_between_calls_fails_at_once_saying_so(
+    tmp_path: Path,
+) -> None:
+    server, url = serve(sys.executable, str(SERVER), "http")
+    servers = McpServers(
+        [McpServerConfig("gone", url=url, tool_timeout=60)], workspace=str(tmp_path)
+    )
+    session = await Session(servers).start()
+    try:
+        stop(server)
+        killed = time.monotonic()
+        outcome = await session.call("mcp__gone__echo", tool_context(tmp_path), text="anyone?")
+        assert time.monotonic() - killed < 3
+        assert isinstance(outcome, ToolResult) and outcome.status == "server gone"
+        assert outcome.text == (
+            "Error: the MCP server gone went away during the call: "
+            "cannot connect: connection refused"
+        )
+        assert [n.text for n in session.notices if isinstance(n, Notice)] == [
+            "MCP server gone stopped: cannot connect: connection refused. Its tools now fail."
+        ]
+    finally:
         await servers.close()
