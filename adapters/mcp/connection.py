@@ -9,7 +9,8 @@ from any task.
 Stopping a call (Esc, a caller's stop) cancels the task running it exactly once: the
 SDK then tells the server (``notifications/cancelled``), and a second cancel during
 that courtesy write would suppress it. A server that does not answer a ping after
-an abandoned call is stopped, with everything it started.
+an abandoned call is stopped, with everything it started. Over HTTP a call whose own
+stream broke (the server died) fails at once, and is followed by the same ping.
 
 Example::
 
@@ -25,7 +26,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
+import os
 import time
 from collections.abc import Callable, Collection, Iterator
 from typing import Any, Literal
@@ -41,10 +44,10 @@ from returns.result import Failure, Result, Success
 
 from treadle import __version__
 from treadle.adapters.mcp.config import McpServerConfig
-from treadle.adapters.mcp.http import MissingToken, http_transport
+from treadle.adapters.mcp.http import OVER_THE_LIMIT, MissingToken, http_transport
 from treadle.adapters.mcp.results import answer_of
 from treadle.adapters.mcp.stdio import ServerProcess, stdio_transport
-from treadle.adapters.mcp.values import ListedTool, McpAnswer, McpCallFailure
+from treadle.adapters.mcp.values import OVERSIZED, ListedTool, McpAnswer, McpCallFailure
 from treadle.adapters.mcp.wire import ToolListRepair, first_problem
 from treadle.adapters.process.tree import running_trees
 from treadle.domain.values.text import one_line
@@ -70,6 +73,12 @@ PROBE_TIMEOUT = 2.0
 
 LIST_PAGES = 100
 """A server whose tool list never ends cannot hold the start up for ever."""
+
+_UNANSWERED = "it stopped answering after a call {}; it was stopped"
+_DROPPED = "it dropped the connection during a call, and cannot be reached"
+_SESSION_CLOSED = "Connection closed"
+"""The SDK's message when the session's streams end; its HTTP transport's own, when
+one request's stream breaks, say how (``SSE stream ended without a response``)."""
 
 State = Literal["new", "starting", "ready", "failed", "closed"]
 CallResult = Result[McpAnswer, McpCallFailure]
@@ -113,6 +122,7 @@ class McpConnection:
         self._stop = anyio.Event()
         self._finished = anyio.Event()
         self._background: set[asyncio.Future[Any]] = set()
+        self._dropped = False
 
     @property
     def name(self) -> str:
@@ -185,8 +195,8 @@ class McpConnection:
                     self.server_info = f"{result.server_info.name} {result.server_info.version}"
                     self._repair.version = result.protocol_version
                     self._phase = "tools/list"
-                    self.tools = await _listed_tools(session)
-                    self.notes = tuple(self._repair.notes)
+                    self.tools, again = _once_each(await _listed_tools(session))
+                    self.notes = (*self._repair.notes, *again)
                     self._session = session
                     self._ready.set_result(None)
                     await self._until_the_end()
@@ -198,7 +208,8 @@ class McpConnection:
                 self._ready.set_exception(error)
             else:
                 log.warning("MCP server %s failed", self.name, exc_info=True)
-                self._fail(describe(error))
+                # After a dropped call, the transport fails on its next request.
+                self._fail(_DROPPED if self._dropped else describe(error))
         finally:
             self._session = None
             self._finished.set()
@@ -290,16 +301,38 @@ class McpConnection:
             result = await session.call_tool(tool, arguments, read_timeout_seconds=timeout)
         except MCPError as error:
             if error.code == mcp.REQUEST_TIMEOUT:
-                self._keep(asyncio.ensure_future(self._probe("timed out")))
+                self._keep(asyncio.ensure_future(self._probe(_UNANSWERED.format("timed out"))))
                 return Failure(
                     McpCallFailure(
                         "deadline",
                         f"no result within {timeout:g} s; the call was cancelled",
                     )
                 )
+            if OVER_THE_LIMIT in error.message:  # over HTTP: an event's, or a body's
+                self._fail(f"treadle closed its connection for {OVERSIZED}")
+                self._keep(asyncio.ensure_future(self._end(hard=True)))
+                why = f"sent {OVERSIZED}; treadle closed its connection"
+                return Failure(McpCallFailure("server_gone", f"the MCP server {self.name} {why}"))
+            dropped = error.code == mcp.CONNECTION_CLOSED and error.message != _SESSION_CLOSED
+            if dropped and self.config.transport == "http" and not self._stop.is_set():
+                # This call's own stream broke (the server died, or a proxy cut it);
+                # over HTTP the session goes on, and nothing else would say so.
+                self._dropped = True
+                self._keep(asyncio.ensure_future(self._probe(_DROPPED)))
+                return Failure(
+                    McpCallFailure(
+                        "server_gone",
+                        f"the MCP server {self.name} dropped the connection during the call",
+                    )
+                )
             if error.code == mcp.CONNECTION_CLOSED:
                 with anyio.move_on_after(3 * self._process.grace + 3):
                     await self._finished.wait()  # for the reason it went away
+                if self._process.oversized:
+                    why = f"sent {OVERSIZED}; treadle stopped it"
+                    return Failure(
+                        McpCallFailure("server_gone", f"the MCP server {self.name} {why}")
+                    )
                 why = self.error or "the session is ending"
                 return Failure(
                     McpCallFailure(
@@ -312,7 +345,7 @@ class McpConnection:
                 return Failure(McpCallFailure("protocol", f"{unreadable} ({_reason(error)})"))
             return Failure(McpCallFailure("protocol", f"MCP error {error.code}: {error.message}"))
         except asyncio.CancelledError:
-            self._keep(asyncio.ensure_future(self._probe("was cancelled")))
+            self._keep(asyncio.ensure_future(self._probe(_UNANSWERED.format("was cancelled"))))
             raise
         except (RuntimeError, ValidationError) as error:
             # A result that is not a tool's result, does not match the tool's
@@ -325,9 +358,10 @@ class McpConnection:
             return Failure(McpCallFailure("protocol", f"the call failed: {describe(error)}"))
         return Success(answer_of(result))
 
-    async def _probe(self, why: str) -> None:
-        """After an abandoned call: a server that answers anything is alive; one that
-        answers nothing in time is stopped, with all it started."""
+    async def _probe(self, failure: str) -> None:
+        """After an abandoned call or a dropped one: a server that answers anything is
+        alive; one that answers nothing in time is stopped (with all it started), and
+        ``failure`` says why."""
         session = self._session
         if session is None:
             return
@@ -343,7 +377,7 @@ class McpConnection:
             log.debug("ping to MCP server %s failed", self.name, exc_info=True)
         if self._stop.is_set():
             return
-        self._fail(f"it stopped answering after a call {why}; it was stopped")
+        self._fail(failure)
         await self._end(hard=True)
 
     def _keep(self, task: asyncio.Future[Any]) -> None:
@@ -360,10 +394,14 @@ class McpConnection:
     # Saying what happened ----------------------------------------------------------------
 
     def _why_it_ended(self) -> str:
+        if self._process.oversized:
+            return f"treadle stopped it for {OVERSIZED}"
         where = f" (its stderr is in {self._log_path})" if self.config.transport == "stdio" else ""
         return f"it {self._ending()}{where}"
 
     def _ending(self) -> str:
+        if self._process.oversized:
+            return f"sent {OVERSIZED}, so treadle stopped it"
         code = self._process.exit_code
         if code is None:
             return "closed its output"
@@ -426,6 +464,20 @@ async def _listed_tools(session: ClientSession) -> tuple[ListedTool, ...]:
     return tuple(tools)
 
 
+def _once_each(tools: tuple[ListedTool, ...]) -> tuple[tuple[ListedTool, ...], list[str]]:
+    """The tools, each name once (as first listed: a call names only the tool), and
+    a note for each name listed more than once."""
+    kept: dict[str, ListedTool] = {}
+    notes: list[str] = []
+    for tool in tools:
+        note = f"tool {json.dumps(tool.name, ensure_ascii=False)} is listed more than once"
+        if tool.name not in kept:
+            kept[tool.name] = tool
+        elif note + "; it is offered once" not in notes:
+            notes.append(note + "; it is offered once")
+    return tuple(kept.values()), notes
+
+
 def _reason(error: MCPError) -> str:
     """The gist of an error the SDK made of a parser's report: its line that says
     what is wrong (pydantic's report has it under a heading), on one line."""
@@ -450,5 +502,18 @@ def describe(error: BaseException) -> str:
     if isinstance(error, MCPError):
         return f"MCP error {error.code}: {error.message}"
     if isinstance(error, httpx2.ConnectError):
-        return f"cannot connect: {error}"
+        return f"cannot connect: {_refusal(error)}"
     return f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
+
+
+def _refusal(error: BaseException) -> str:
+    """The system's word for a failed connection (``connection refused``), found under
+    the layers httpx wraps it in, or the error's own."""
+    cause: BaseException | None = error
+    for _ in range(10):
+        if cause is None:
+            break
+        if isinstance(cause, OSError) and cause.errno is not None:
+            return os.strerror(cause.errno).lower()
+        cause = cause.__cause__ or cause.__context__
+    return str(error)

@@ -1,5 +1,8 @@
 """The streamable HTTP transport: the SDK's, on a client that carries the headers and
-the bearer token, and remembers the last error status (the SDK's error loses it)."""
+the bearer token, remembers the last error status (the SDK's error loses it), and
+reads no message over :data:`MAX_MESSAGE`: one server-sent event (the SDK's own
+bound) or one JSON body (the SDK would read it whole; it is asked uncompressed, so
+that the bytes counted are the bytes kept, and a compressed one is refused)."""
 
 from __future__ import annotations
 
@@ -14,9 +17,41 @@ from mcp.client.streamable_http import streamable_http_client
 from treadle.adapters.mcp.config import McpServerConfig
 from treadle.adapters.mcp.values import MAX_MESSAGE
 
+OVER_THE_LIMIT = f"exceeded the {MAX_MESSAGE} byte limit"
+"""In the SDK's error for a message over :data:`MAX_MESSAGE`, from an event or a body."""
+
 
 class MissingToken(Exception):
     """The variable that should hold the bearer token is not set."""
+
+
+class MessageTooLarge(httpx2.StreamError):
+    """A body over the limit (a ``StreamError``: the SDK fails the call it answers)."""
+
+
+class _Capped(httpx2.AsyncByteStream):
+    """A response's body, stopped (and closed) past ``limit`` bytes, or at once when
+    it is compressed (its size once decoded would be unbounded)."""
+
+    def __init__(self, inner: httpx2.AsyncByteStream, limit: int, *, compressed: bool) -> None:
+        self._inner = inner
+        self._limit = limit
+        self._compressed = compressed
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        if self._compressed:
+            await self._inner.aclose()
+            raise MessageTooLarge("Response body compressed, though it was asked uncompressed.")
+        read = 0
+        async for chunk in self._inner:
+            read += len(chunk)
+            if read > self._limit:
+                await self._inner.aclose()
+                raise MessageTooLarge(f"Response body {OVER_THE_LIMIT}.")
+            yield chunk
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
 
 
 def request_headers(config: McpServerConfig) -> dict[str, str]:
@@ -38,11 +73,18 @@ async def http_transport(
         if response.status_code >= 400:
             on_error_status(response.status_code)
 
+    async def capped(response: httpx2.Response) -> None:
+        json = response.headers.get("content-type", "").lower().startswith("application/json")
+        if json and isinstance(response.stream, httpx2.AsyncByteStream):
+            encoding = response.headers.get("content-encoding", "identity").strip().lower()
+            compressed = encoding not in ("", "identity")
+            response.stream = _Capped(response.stream, MAX_MESSAGE, compressed=compressed)
+
     client = httpx2.AsyncClient(
-        headers=request_headers(config),
+        headers={"Accept-Encoding": "identity", **request_headers(config)},
         # A call's own deadline bounds its wait; a result may stream for as long.
         timeout=httpx2.Timeout(config.startup_timeout, read=None),
-        event_hooks={"response": [remember]},
+        event_hooks={"response": [remember, capped]},
     )
     async with (
         client,

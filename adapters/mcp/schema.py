@@ -3,8 +3,10 @@
 Both OpenAI and Anthropic refuse a whole request when one tool in its list breaks
 their rules, so every tool is made acceptable before it is offered:
 
-- a name of ``[a-zA-Z0-9_-]{1,64}``: ``mcp__<server>__<tool>`` with other characters
-  replaced by ``_``, and a short hash when it is too long or taken;
+- a name of ``[a-zA-Z0-9_-]{1,64}``: ``mcp__<server>__<tool>``. A name that fits
+  keeps it; one that does not has other characters replaced by ``_``, and a short
+  hash when it is too long or taken — never the name a fitting tool has
+  (:func:`tool_names`);
 - an input schema whose root is ``type: object`` with ``properties``, and no ``anyOf``,
   ``oneOf``, ``allOf``, ``not`` or ``enum`` at the top (what was dropped is told in
   the description instead); arrays with ``items`` and objects with ``properties``
@@ -16,8 +18,9 @@ their rules, so every tool is made acceptable before it is offered:
 
 Example::
 
-    >>> tool_name("git hub", "search.code", set())
-    'mcp__git_hub__search_code'
+    >>> names = tool_names([("github", "search.code"), ("github", "search_code")])
+    >>> names["github", "search_code"], names["github", "search.code"]
+    ('mcp__github__search_code', 'mcp__github__search_code_97721ec7')
     >>> offered = provider_schema({"properties": {"$top": {"type": "integer"}}})
     >>> offered.schema["properties"]
     {'_top': {'type': 'integer', 'description': '(the server calls it "$top")'}}
@@ -31,7 +34,7 @@ import copy
 import hashlib
 import json
 import re
-from collections.abc import Iterator, Mapping, MutableSet
+from collections.abc import Iterable, Iterator, Mapping, MutableSet
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,6 +43,9 @@ MAX_TOOL_NAME = 64
 
 TOP_LEVEL_REFUSED = ("anyOf", "oneOf", "allOf", "not", "enum")
 """Keywords both providers refuse at the root of a tool's schema."""
+
+TOOL_NAME = re.compile(r"[a-zA-Z0-9_-]{1,64}\Z")
+"""Both providers' rule for a tool's name."""
 
 PROPERTY_KEY = re.compile(r"[a-zA-Z0-9_.-]{1,64}\Z")
 """Anthropic's rule for every key of ``properties``, at any depth."""
@@ -53,10 +59,33 @@ _SCHEMA_LISTS = frozenset({"anyOf", "oneOf", "allOf", "prefixItems", "items"})
 _SCHEMAS = frozenset({"items", "additionalProperties", "not", "contains", "if", "then", "else"})
 
 
-def tool_name(server: str, tool: str, taken: MutableSet[str]) -> str:
-    """The name the model calls a server's tool by, unique among ``taken`` (updated)."""
-    name = f"mcp__{_NOT_NAME.sub('_', server)}__{_NOT_NAME.sub('_', tool)}"
-    return _unique(name, f"{server}\0{tool}", taken, MAX_TOOL_NAME)
+def tool_names(tools: Iterable[tuple[str, str]]) -> dict[tuple[str, str], str]:
+    """The name the model calls each ``(server, tool)`` by, all different.
+
+    ``mcp__<server>__<tool>`` when that fits :data:`TOOL_NAME`: such a name is
+    never given to another tool. The others are rewritten (characters replaced by
+    ``_``, cut and ended with a short hash of the server and the tool when too long
+    or taken) into names no fitting tool has. The same tools give the same names in
+    whatever order they come; where two want one name, the first in sorted order
+    gets it.
+    """
+    keys = sorted(set(tools))
+    names: dict[tuple[str, str], str] = {}
+    taken: set[str] = set()
+    for key in keys:
+        plain = _plain_name(*key)
+        if TOOL_NAME.match(plain) and plain not in taken:
+            names[key] = plain
+            taken.add(plain)
+    for key in keys:
+        if key not in names:
+            rewritten = _NOT_NAME.sub("_", _plain_name(*key))
+            names[key] = _unique(rewritten, "\0".join(key), taken, MAX_TOOL_NAME)
+    return names
+
+
+def _plain_name(server: str, tool: str) -> str:
+    return f"mcp__{server}__{tool}"
 
 
 @dataclass(frozen=True, slots=True)

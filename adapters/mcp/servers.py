@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 from treadle.adapters.mcp.config import McpServerConfig
-from treadle.adapters.mcp.schema import tool_name
+from treadle.adapters.mcp.schema import tool_names
 from treadle.adapters.mcp.tool import McpTool, is_allowed
 from treadle.adapters.mcp.values import ListedTool
 from treadle.adapters.redact import Redactor
@@ -111,17 +111,20 @@ class McpServers:
                 on_failure=lambda why, name=config.name: self._stopped(name, why),
             )
         await asyncio.gather(*(connection.start() for connection in self._connections.values()))
-        taken: set[str] = set()
-        for name, connection in self._connections.items():  # names in the configured order
+        listed: dict[str, tuple[ListedTool, ...]] = {}
+        for name, connection in self._connections.items():  # in the configured order
             if connection.state != "ready":
                 self._failed(name, connection.error)
                 continue
-            self._tools[name] = tuple(
-                self._tool(connection, listed, tool_name(name, listed.name, taken))
-                for listed in connection.tools
-            )
+            listed[name] = connection.tools
             for note in connection.notes:
                 self._notify(Notice("mcp_tool_list_repaired", f"MCP server {name}: {note}."))
+        names = tool_names((server, tool.name) for server in listed for tool in listed[server])
+        for server, tools in listed.items():
+            connection = self._connections[server]
+            self._tools[server] = tuple(
+                self._tool(connection, tool, names[server, tool.name]) for tool in tools
+            )
 
     def tools(self) -> list[Tool]:
         """Every tool of every server that started, in the configured order."""

@@ -28,7 +28,7 @@ from mcp.client._transport import TransportStreams
 from mcp.shared.message import SessionMessage
 
 from treadle.adapters.mcp.config import McpServerConfig
-from treadle.adapters.mcp.values import MAX_MESSAGE
+from treadle.adapters.mcp.values import MAX_MESSAGE, OVERSIZED
 from treadle.adapters.mcp.wire import message_of
 from treadle.adapters.process.environment import child_environment
 from treadle.adapters.process.tree import (
@@ -52,14 +52,16 @@ class ServerProcess:
     """What the connection knows of its server's process, and asks of its end.
 
     ``hard`` (set before the end) skips the grace a well-behaved server gets to exit
-    after its stdin closes. ``ended`` is set when its stdout ends: it exited, or
-    closed its side of the connection.
+    after its stdin closes. ``ended`` is set when its stdout ends: it exited, closed
+    its side of the connection, or sent a message over :data:`MAX_MESSAGE`
+    (``oversized``), which ends it.
     """
 
     grace: float = 1.0
     hard: bool = False
     pid: int | None = None
     exit_code: int | None = None
+    oversized: bool = False
     ended: anyio.Event = field(default_factory=anyio.Event)
 
 
@@ -169,9 +171,8 @@ async def _read_messages(
                         await messages.send(message_of(line))
                 searched = len(buffer)
                 if len(buffer) > MAX_MESSAGE:
-                    log.warning(
-                        "MCP server %s sent a message over %d bytes", process.pid, MAX_MESSAGE
-                    )
+                    log.warning("MCP server %s sent %s", process.pid, OVERSIZED)
+                    process_state.oversized = process_state.hard = True
                     return
     except (anyio.ClosedResourceError, anyio.BrokenResourceError):
         return  # the session has gone

@@ -8,8 +8,12 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 MAX_MESSAGE = 32 * 1024 * 1024
-"""The largest message a server may send (an image, a long file); a larger one ends
-the connection, over stdio and over HTTP alike."""
+"""The largest message a server may send (an image, a long file). Over stdio a larger
+one ends the connection and treadle stops the server; over HTTP it fails the call
+it answers. Either way no more than this (and a chunk) is ever held."""
+
+OVERSIZED = f"a message over the {MAX_MESSAGE // 2**20} MiB limit"
+"""How a message over :data:`MAX_MESSAGE` is told."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,15 +5,19 @@ SDK's own server API refuses to send: answers the SDK cannot read.
 
 Its tools: ``echo`` answers; ``lone`` answers with a lone surrogate (the JSON escape
 ``\\udc80``), ``bytes`` with a byte that is not UTF-8, ``shapeless`` with a result
-that is not an object, ``wrong`` with content that is not a tool's. Its list also
+that is not an object, ``wrong`` with content that is not a tool's, ``huge`` with
+a text of 100 MB (written a mebibyte at a time, never held whole). Its list also
 holds ``null``, whose ``inputSchema`` is null, ``listed``, whose is a list, and an
 entry without a name. With ``--broken-list``, its tool list is not a list at all.
+With ``--clashing-names``, its tools are ``a/b``, ``a_b`` and ``ok`` listed twice,
+each answering with its own name.
 """
 
 from __future__ import annotations
 
 import json
 import sys
+from typing import BinaryIO
 
 SCHEMA = {"type": "object", "properties": {"text": {"type": "string"}}}
 TOOLS = [
@@ -23,6 +27,11 @@ TOOLS = [
     {"name": "null", "description": "Takes nothing, says nothing.", "inputSchema": None},
     {"name": "listed", "inputSchema": ["text"]},
     {"description": "A tool without a name.", "inputSchema": SCHEMA},
+    {"name": "huge", "inputSchema": SCHEMA},
+]
+CLASHING = [
+    {"name": name, "description": f"Listed as {name}.", "inputSchema": SCHEMA}
+    for name in ("a/b", "a_b", "ok", "ok")
 ]
 
 
@@ -43,11 +52,26 @@ def called(request_id: object, name: str, arguments: dict[str, object]) -> bytes
         return answer(request_id, ["not", "an", "object"])
     if name == "wrong":
         return answer(request_id, {"content": [{"type": "hologram"}]})
+    if name in ("a/b", "a_b", "ok"):
+        return text(request_id, f"called {name}")
     return text(request_id, f"echo: {arguments.get('text', '')}")
+
+
+HUGE = 100 * 1000 * 1000
+
+
+def write_huge(out: BinaryIO, request_id: object) -> None:
+    head, tail = text(request_id, "@").split(b"@")
+    out.write(head)
+    for _ in range(HUGE // 2**20):
+        out.write(b"a" * 2**20)
+    out.write(tail + b"\n")
+    out.flush()
 
 
 def main() -> None:
     broken_list = "--broken-list" in sys.argv
+    tools = CLASHING if "--clashing-names" in sys.argv else TOOLS
     out = sys.stdout.buffer
     for line in sys.stdin:
         message = json.loads(line)
@@ -55,6 +79,9 @@ def main() -> None:
         params = message.get("params") or {}
         if request_id is None:
             continue  # a notification
+        if method == "tools/call" and params["name"] == "huge":
+            write_huge(out, request_id)
+            continue
         if method == "initialize":
             reply = answer(
                 request_id,
@@ -65,7 +92,7 @@ def main() -> None:
                 },
             )
         elif method == "tools/list":
-            reply = answer(request_id, {"tools": "none" if broken_list else TOOLS})
+            reply = answer(request_id, {"tools": "none" if broken_list else tools})
         elif method == "tools/call":
             reply = called(request_id, params["name"], params.get("arguments") or {})
         else:

@@ -3,28 +3,69 @@
 from __future__ import annotations
 
 import hashlib
+from itertools import permutations
 
 from tests.adapters.http.provider_rules import anthropic_refusal, openai_refusal
-from treadle.adapters.mcp.schema import described, provider_schema, tool_name
+from treadle.adapters.mcp.schema import TOOL_NAME, described, provider_schema, tool_names
 
 
-def test_a_name_keeps_its_server_and_tool_with_other_characters_replaced() -> None:
-    assert tool_name("github", "search_code", set()) == "mcp__github__search_code"
-    assert tool_name("my server", "files.read/all", set()) == "mcp__my_server__files_read_all"
+def test_a_name_that_fits_keeps_its_server_and_tool() -> None:
+    assert tool_names([("github", "search_code")]) == {
+        ("github", "search_code"): "mcp__github__search_code"
+    }
 
 
-def test_a_name_too_long_is_cut_and_made_unique_with_a_hash() -> None:
-    taken: set[str] = set()
-    long = tool_name("server", "x" * 80, taken)
-    other = tool_name("server", "x" * 81, taken)
-    assert len(long) == len(other) == 64 and long != other
-    assert long.startswith("mcp__server__xxx")
+def test_a_name_that_does_not_fit_has_other_characters_replaced() -> None:
+    names = tool_names([("my-server", "files.read/all")])
+    assert names == {("my-server", "files.read/all"): "mcp__my-server__files_read_all"}
 
 
-def test_names_that_collide_once_cleaned_stay_apart() -> None:
-    taken: set[str] = set()
-    first, second = tool_name("s", "a.b", taken), tool_name("s", "a_b", taken)
-    assert first == "mcp__s__a_b" and second != first and second.startswith("mcp__s__a_b_")
+def test_a_fitting_name_is_never_taken_by_a_rewrite_whatever_the_order() -> None:
+    for tools in permutations([("s", "a/b"), ("s", "a_b"), ("s", "ok")]):
+        names = tool_names(tools)
+        assert names["s", "a_b"] == "mcp__s__a_b"
+        assert names["s", "ok"] == "mcp__s__ok"
+        assert names["s", "a/b"] == f"mcp__s__a_b_{digest('s', 'a/b')}"
+
+
+def test_rewrites_that_collide_stay_apart_the_same_way_in_any_order() -> None:
+    tools = [("s", "a/b"), ("s", "a.b"), ("s", "a b"), ("t", "x")]
+    seen = {tuple(sorted(tool_names(order).items())) for order in permutations(tools)}
+    assert len(seen) == 1
+    names = dict(seen.pop())
+    assert len(set(names.values())) == len(tools)
+    assert names["s", "a b"] == "mcp__s__a_b"  # the first of them in sorted order
+
+
+def test_a_rewrite_avoids_a_fitting_name_that_looks_like_its_hashed_form() -> None:
+    lookalike = f"a_b_{digest('s', 'a/b')}"
+    names = tool_names([("s", "a/b"), ("s", "a_b"), ("s", lookalike)])
+    assert names["s", lookalike] == f"mcp__s__{lookalike}"
+    assert names["s", "a_b"] == "mcp__s__a_b"
+    assert len(set(names.values())) == 3
+
+
+def test_two_fitting_names_that_are_the_same_stay_apart() -> None:
+    # Server "a" with tool "b__c", server "a__b" with tool "c": both mcp__a__b__c.
+    for tools in permutations([("a", "b__c"), ("a__b", "c")]):
+        names = tool_names(tools)
+        assert names["a", "b__c"] == "mcp__a__b__c"
+        assert names["a__b", "c"].startswith("mcp__a__b__c_")
+
+
+def test_names_fit_the_providers_limit_of_64() -> None:
+    exactly = "x" * (64 - len("mcp__s__"))
+    tools = [("s", exactly), ("s", exactly + "x"), ("s", exactly + "xx"), ("s", ""), ("s", "é")]
+    names = tool_names(tools)
+    assert names["s", exactly] == f"mcp__s__{exactly}"
+    assert all(TOOL_NAME.match(name) for name in names.values())
+    assert len(names[("s", exactly + "x")]) == 64
+    assert len(set(names.values())) == len(tools)
+    assert names["s", exactly + "x"].startswith("mcp__s__xxx")
+
+
+def digest(server: str, tool: str) -> str:
+    return hashlib.sha256(f"{server}\0{tool}".encode()).hexdigest()[:8]
 
 
 def test_a_top_level_anyof_is_dropped_and_told_in_the_description() -> None:
@@ -82,9 +123,9 @@ def test_what_comes_out_passes_both_providers_rules() -> None:
         ODATA,
         {"type": "object", "properties": {"a b": True, "a_b": {}, "a+b": {"type": "array"}}},
     ]
+    names = tool_names(("srv", f"t.{index}") for index in range(len(awkward)))
     tools = [
-        (tool_name("srv", f"t.{index}", set()), provider_schema(s).schema)
-        for index, s in enumerate(awkward)
+        (names["srv", f"t.{index}"], provider_schema(s).schema) for index, s in enumerate(awkward)
     ]
     openai = [{"type": "function", "function": {"name": n, "parameters": s}} for n, s in tools]
     anthropic = [{"name": n, "input_schema": s} for n, s in tools]

@@ -5,6 +5,7 @@ the deadline), and a malformed tool in its list mended or left out, with a notic
 from __future__ import annotations
 
 import sys
+import tracemalloc
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -14,6 +15,7 @@ import pytest_asyncio
 from tests.adapters.mcp.support import Session, tool_context
 from treadle.adapters.mcp.config import McpServerConfig
 from treadle.adapters.mcp.servers import McpServers
+from treadle.adapters.mcp.values import MAX_MESSAGE
 from treadle.domain.values.events import Notice
 from treadle.domain.values.tools import ToolResult
 
@@ -107,3 +109,54 @@ async def test_a_tool_list_the_sdk_cannot_read_fails_the_start_saying_what_is_wr
         "MCP server broken did not start: its answer to tools/list is not valid MCP "
         "(tools: Input should be a valid list). Its tools are not available."
     )
+
+
+async def test_a_name_the_providers_accept_is_kept_and_a_name_listed_twice_offered_once(
+    folder,
+) -> None:
+    servers = McpServers(
+        [raw_server("clash", "--clashing-names")], workspace=str(folder), grace=0.2
+    )
+    session = await Session(servers).start()
+    try:
+        [rewritten] = set(session.tools) - {"mcp__clash__a_b", "mcp__clash__ok"}
+        assert rewritten.startswith("mcp__clash__a_b_") and len(session.tools) == 3
+        for name, tool in [
+            ("mcp__clash__a_b", "a_b"),
+            (rewritten, "a/b"),
+            ("mcp__clash__ok", "ok"),
+        ]:
+            outcome = await session.call(name, tool_context(folder), text="hi")
+            assert isinstance(outcome, ToolResult) and outcome.text == f"called {tool}"
+        assert [n.text for n in session.notices if isinstance(n, Notice)] == [
+            'MCP server clash: tool "ok" is listed more than once; it is offered once.'
+        ]
+    finally:
+        await servers.close()
+
+
+async def test_a_result_over_the_message_limit_stops_the_server_saying_why(folder) -> None:
+    servers = McpServers([raw_server("evil")], workspace=str(folder), log_dir=str(folder))
+    session = await Session(servers).start()
+    tracemalloc.start()
+    try:
+        outcome = await session.call("mcp__evil__huge", tool_context(folder))
+        _, peak = tracemalloc.get_traced_memory()
+        assert isinstance(outcome, ToolResult)
+        assert (outcome.is_error, outcome.status) == (True, "server gone")
+        assert outcome.text == (
+            "Error: the MCP server evil sent a message over the 32 MiB limit; treadle stopped it"
+        )
+        assert [
+            n.text
+            for n in session.notices
+            if isinstance(n, Notice) and n.kind == "mcp_server_stopped"
+        ] == [
+            "MCP server evil stopped: treadle stopped it for a message over the 32 MiB limit. "
+            "Its tools now fail."
+        ]
+        # Never more held than the limit and the chunk being read (of 100 MB sent).
+        assert peak < MAX_MESSAGE * 1.25
+    finally:
+        tracemalloc.stop()
+        await servers.close()
