@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from treadle.domain.rules.compaction import summary_request_of
+from treadle.domain.rules.kept_reasoning import bounded
 from treadle.domain.rules.pruning import with_stubs
 from treadle.domain.values.conversation import Message, ToolCall
 from treadle.domain.values.events import (
@@ -231,7 +232,12 @@ class Recording:
                 case ContextPruned(positions=positions, results=stubs):
                     conversation.messages = with_stubs(conversation.messages, positions, stubs)
                 case MessageAdded(message=message):
-                    conversation.messages.append(message)
+                    if message.reasoning:
+                        # As the live history kept it (a new list: the exchanges before
+                        # keep the messages they sent).
+                        conversation.messages = bounded([*conversation.messages, message])
+                    else:
+                        conversation.messages.append(message)
                     if message.role == "user" and not conversation.task:
                         conversation.task = message.text
                     recorded = calls.get((event.agent, message.tool_call_id or ""))

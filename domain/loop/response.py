@@ -25,6 +25,7 @@ from treadle.domain.loop.settings import TurnSettings
 from treadle.domain.loop.stop import STOPPED, StopSignal
 from treadle.domain.rules.context_window import ContextState
 from treadle.domain.rules.history import History, unique_call
+from treadle.domain.rules.kept_reasoning import kept_on_arrival
 from treadle.domain.rules.retry import GiveUp, decide_retry
 from treadle.domain.rules.truncation import continue_truncated, cut_short, past_its_budget
 from treadle.domain.values.conversation import Message, Reasoning, ToolCall, Usage
@@ -477,7 +478,10 @@ def _still_refused(error: ContextExceeded, refusals: int, context: ContextKeeper
 
 def _kept(reasoning: Reasoning, *, position: int) -> Reasoning:
     """Reasoning as the conversation keeps it: where it came among the calls, and text
-    that is well-formed (as a server that signs it sends it: unchanged)."""
+    that is well-formed (as a server that signs it sends it: unchanged). Encrypted
+    reasoning too large to send back ever loses its seal here, before the answer, the
+    transcript or the history hold it (:mod:`kept_reasoning`)."""
+    reasoning = kept_on_arrival(reasoning)
     return Reasoning(
         reasoning.kind, well_formed(reasoning.text), well_formed(reasoning.seal), position
     )

@@ -2,7 +2,10 @@
 
 Messages are appended as the turn goes; only the context window's rules replace some
 (a pruned tool result) or all of them (a compacted conversation). The transcript keeps
-every message ever appended, and records each replacement.
+every message ever appended, and records each replacement. The encrypted reasoning
+kept is bounded as each message is appended (:mod:`kept_reasoning`): what that drops
+follows from the messages alone, so it is not recorded, and a history rebuilt from the
+same messages drops the same.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ import json
 from collections.abc import Callable, Iterable, Sequence, Set
 from dataclasses import replace
 
+from treadle.domain.rules import kept_reasoning
 from treadle.domain.rules.tokens import message_tokens
 from treadle.domain.values.conversation import Message, ToolCall
 from treadle.domain.values.text import well_formed
@@ -29,28 +33,71 @@ class History:
     pruning) costs what follows them, not the whole conversation.
     """
 
+    seal_bound = kept_reasoning.KEPT_SEAL_BYTES
+    """The most encrypted reasoning kept to send back (:mod:`kept_reasoning`)."""
+
     def __init__(self, messages: Iterable[Message] = ()) -> None:
         self._messages: list[Message] = []
         self._call_ids: set[str] = set()
         self._hash = hashlib.sha256()
         self._states = [self._hash.copy()]  # _states[i]: the digest after i messages
         self._tokens = [0]  # _tokens[i]: the estimate of the first i messages
+        self._sealed: list[tuple[int, int, int]] = []  # kept seals: message, item, bytes
+        self._sealed_bytes = 0
         self.listener: Callable[[Message], None] | None = None
         """Told of every message appended from now on (the transcript keeps them)."""
         for message in messages:
             self.append(message)
 
     def append(self, message: Message) -> None:
-        self._take(message)
+        message = self._take(message)
         if self.listener is not None:
             self.listener(message)
 
-    def _take(self, message: Message) -> None:
+    def _take(self, message: Message) -> Message:
+        """Append ``message`` as the conversation may keep it, and drop the encrypted
+        reasoning it leaves no room for (:mod:`kept_reasoning`)."""
+        if message.reasoning:
+            message = kept_reasoning.bounded([message], self.seal_bound)[0]
         self._messages.append(message)
+        self._account(message)
+        self._seal(len(self._messages) - 1, message)
+        return message
+
+    def _account(self, message: Message) -> None:
         self._call_ids.update(call.id for call in message.tool_calls)
         self._hash.update(_canonical(message))
         self._states.append(self._hash.copy())
         self._tokens.append(self._tokens[-1] + message_tokens(message))
+
+    def _seal(self, at: int, message: Message) -> None:
+        for item, reasoning in enumerate(message.reasoning):
+            if size := kept_reasoning.seal_bytes(reasoning):
+                self._sealed.append((at, item, size))
+                self._sealed_bytes += size
+        if self._sealed_bytes <= self.seal_bound:
+            return
+        cut = kept_reasoning.first_kept([size for *_, size in self._sealed], self.seal_bound)
+        dropped, self._sealed = self._sealed[:cut], self._sealed[cut:]
+        self._sealed_bytes -= sum(size for *_, size in dropped)
+        items: dict[int, list[int]] = {}
+        for index, item, _ in dropped:
+            items.setdefault(index, []).append(item)
+        for index, each in items.items():
+            self._messages[index] = kept_reasoning.without_seals(self._messages[index], each)
+        self._account_from(min(items))
+
+    def _account_from(self, first: int) -> None:
+        """The digest and estimate again from message ``first`` on (it changed)."""
+        del self._states[first + 1 :], self._tokens[first + 1 :]
+        self._hash = self._states[first].copy()
+        for message in self._messages[first:]:
+            self._account(message)
+
+    def _unseal_from(self, first: int) -> None:
+        """Forget the kept seals of the messages from ``first`` on (they are replaced)."""
+        self._sealed = [entry for entry in self._sealed if entry[0] < first]
+        self._sealed_bytes = sum(size for *_, size in self._sealed)
 
     def replace(self, messages: Iterable[Message]) -> None:
         """Send ``messages`` from now on instead (a compacted or pruned conversation).
@@ -64,6 +111,7 @@ class History:
             same += 1
         del self._messages[same:], self._states[same + 1 :], self._tokens[same + 1 :]
         self._hash = self._states[same].copy()
+        self._unseal_from(same)
         # The calls of the messages replaced are gone: a rebuilt conversation has none.
         self._call_ids = {call.id for message in self._messages for call in message.tool_calls}
         for message in new[same:]:
@@ -80,6 +128,7 @@ class History:
             tail[index - first] = message
         del self._messages[first:], self._states[first + 1 :], self._tokens[first + 1 :]
         self._hash = self._states[first].copy()
+        self._unseal_from(first)
         for message in tail:
             self._take(message)
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-from treadle.domain.values.conversation import Message
+from treadle.domain.values.conversation import Message, Reasoning
 from treadle.domain.values.model import ToolSpec
 
 BYTES_PER_TOKEN = 3.5
@@ -37,11 +37,25 @@ def estimate_tokens(text: str) -> int:
 
 
 def message_tokens(message: Message) -> int:
-    """Tokens one message takes in a request: its text, its calls, their arguments."""
+    """Tokens one message takes in a request: its text, its calls, their arguments, and
+    the reasoning that goes back with it."""
     tokens = MESSAGE_OVERHEAD + estimate_tokens(message.text_for_model)
     for call in message.tool_calls:
         tokens += MESSAGE_OVERHEAD + estimate_tokens(call.name) + estimate_tokens(call.arguments)
+    for reasoning in message.reasoning:
+        tokens += reasoning_tokens(reasoning)
     return tokens
+
+
+def reasoning_tokens(reasoning: Reasoning) -> int:
+    """Tokens a piece of reasoning takes when it goes back: its seal (a signature, an
+    encrypted item's JSON, OpenRouter's details), and its text where the text itself is
+    sent (a thinking block, ``reasoning_content``); a Responses item's summary is inside
+    its seal, and an item without its seal is not sent at all."""
+    if reasoning.kind == "reasoning_item":
+        return estimate_tokens(reasoning.seal)
+    sent = reasoning.text if reasoning.kind in ("thinking", "reasoning_content") else ""
+    return estimate_tokens(sent) + estimate_tokens(reasoning.seal)
 
 
 def messages_tokens(messages: Sequence[Message]) -> int:
