@@ -15,7 +15,7 @@ Example::
 
     >>> route(Mode.TURN, CTRL_C, None, 10.0)
     (10.0, Stop())
-    >>> route(Mode.STOPPING, CTRL_C, 10.0, 11.0)
+    >>> route(Mode.TURN, CTRL_C, 10.0, 11.0)
     (None, LeaveNow())
     >>> route(Mode.TURN, "x", None, 12.0)
     (None, Queue(text='x'))
@@ -42,8 +42,7 @@ class Mode(Enum):
     EMPTY_PROMPT = "the task prompt is read, and nothing is typed on it"
     PROMPT = "the task prompt is read, with a line typed on it"
     TURN = "a turn runs, and no prompt is read"
-    QUESTION = "a question or an approval of the running turn waits for its answer"
-    STOPPING = "the running turn was asked to stop and has not ended yet"
+    QUESTION = "a question or an approval waits for its answer (in a turn)"
     BETWEEN = "no turn runs and no prompt is read (a command such as /diff runs)"
 
 
@@ -63,7 +62,7 @@ class Queue:
 
 @dataclass(frozen=True, slots=True)
 class Stop:
-    """Stop the running turn: it ends paused."""
+    """Stop the running turn: it ends paused (asked again while it stops, nothing more)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,7 +80,7 @@ class Expand:
 
 @dataclass(frozen=True, slots=True)
 class Ignore:
-    """Nothing to do (Esc with no turn to stop, or at a turn already stopping)."""
+    """Nothing to do (Esc or a first Ctrl-C with no turn to stop and no prompt)."""
 
 
 Action = Deliver | Queue | Stop | LeaveNow | Expand | Ignore

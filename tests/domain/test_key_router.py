@@ -67,7 +67,7 @@ def test_keys_typed_during_a_turn_are_queued_for_the_next_prompt(key: str) -> No
     assert route(Mode.TURN, key, 3.0, 10.0) == (3.0, Queue(key))
 
 
-@pytest.mark.parametrize("mode", [Mode.TURN, Mode.STOPPING, Mode.QUESTION, Mode.BETWEEN])
+@pytest.mark.parametrize("mode", [Mode.TURN, Mode.QUESTION, Mode.EMPTY_PROMPT, Mode.BETWEEN])
 def test_a_second_ctrl_c_within_the_window_leaves_wherever_it_lands(mode: Mode) -> None:
     assert route(mode, CTRL_C, 10.0, 10.0 + SECOND_INTERRUPT_WINDOW - 0.01) == (
         None,
@@ -85,7 +85,7 @@ def test_a_clock_that_went_back_is_no_second_ctrl_c() -> None:
 
 
 def test_ctrl_o_shows_the_reasoning_at_once_outside_a_question() -> None:
-    for mode in (Mode.TURN, Mode.STOPPING, Mode.EMPTY_PROMPT, Mode.PROMPT, Mode.BETWEEN):
+    for mode in (Mode.TURN, Mode.EMPTY_PROMPT, Mode.PROMPT, Mode.BETWEEN):
         assert route(mode, CTRL_O, None, 1.0) == (None, Expand(after_answer=False))
 
 
@@ -112,12 +112,12 @@ def test_ctrl_o_at_a_question_waits_for_its_answer() -> None:
 # After a stop --------------------------------------------------------------------
 
 
-def test_esc_at_a_turn_already_stopping_does_nothing_more() -> None:
-    assert route(Mode.STOPPING, ESC, 10.0, 10.5) == (10.0, Ignore())
-
-
-def test_a_first_ctrl_c_after_esc_stopped_the_turn_is_remembered_and_changes_nothing() -> None:
-    assert route(Mode.STOPPING, CTRL_C, None, 10.5) == (10.5, Ignore())
+def test_esc_or_a_ctrl_c_at_a_turn_already_stopping_asks_again_and_a_second_ctrl_c_leaves() -> None:
+    last, action = route(Mode.TURN, ESC, None, 10.0)
+    assert action == Stop() and last is None  # Esc is no Ctrl-C: nothing to remember
+    last, action = route(Mode.TURN, CTRL_C, last, 10.5)
+    assert (last, action) == (10.5, Stop())
+    assert route(Mode.TURN, CTRL_C, last, 11.0) == (None, LeaveNow())
 
 
 def test_a_ctrl_c_after_the_stopped_turn_ended_still_leaves_at_the_prompt() -> None:
@@ -126,8 +126,9 @@ def test_a_ctrl_c_after_the_stopped_turn_ended_still_leaves_at_the_prompt() -> N
     assert route(Mode.EMPTY_PROMPT, CTRL_C, last, 11.0) == (None, LeaveNow())
 
 
-def test_keys_typed_while_the_turn_stops_are_queued() -> None:
-    assert route(Mode.STOPPING, "l", None, 10.5) == (None, Queue("l"))
+def test_a_ctrl_c_after_the_stopped_turn_ended_clears_a_line_typed_ahead_and_no_more() -> None:
+    last, _ = route(Mode.TURN, CTRL_C, None, 10.0)
+    assert route(Mode.PROMPT, CTRL_C, last, 11.0) == (None, Deliver(CTRL_C))
 
 
 # Between turns (a command runs) ------------------------------------------------------
