@@ -129,7 +129,8 @@ class Prompts:
         return self._line.editor.text if self._line is not None else ""
 
     def deliver(self, key: str) -> None:
-        """A key for the prompt being read (or the next one, if it has just ended)."""
+        """A key for the prompt being read: a line's editor takes it at once, a choice
+        reads it from the queue."""
         if self._line is not None:
             self._press(self._line, key)
         else:
@@ -272,7 +273,7 @@ class Prompts:
         if ending is None:
             self._show(line)
             return
-        text = "" if key == QUIT else line.editor.take() if ending == "submit" else line.editor.text
+        text = line.editor.take() if ending == "submit" else "" if key == QUIT else line.editor.text
         if ending == "cancel":
             line.editor.press(Key.ESC)
         # Ended now: the keys that follow wait for the next prompt.

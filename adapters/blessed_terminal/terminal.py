@@ -11,8 +11,8 @@ tick; both end with the turn, leaving the terminal as it was. Every key is route
 :func:`treadle.domain.rules.keys.route` (Esc or Ctrl-C stops the turn, a second
 Ctrl-C leaves at once, a key typed during the turn waits for the next prompt) and
 the answer carried out here; the prompts (:mod:`.prompts`) only read what is
-delivered to them. The model's reasoning streams dimmed in a live row and stays in the log as one
-line; Ctrl-O shows it in full (``verbose`` shows it in full at once). An
+delivered to them. The model's reasoning streams dimmed in a live row and stays in
+the log as one line; Ctrl-O shows it in full (``verbose`` shows it in full at once). An
 interactive session reads its next task with :meth:`BlessedTerminal.read_task`.
 """
 
@@ -236,12 +236,6 @@ class BlessedTerminal:
         self._draw(self._now())
         self.screen.flush()
 
-    def hold(self) -> None:
-        self._hold()
-
-    def let_go(self) -> None:
-        self._let_go()
-
     # Reasoning ---------------------------------------------------------------------
 
     def _end_reasoning(self) -> None:
@@ -302,7 +296,7 @@ class BlessedTerminal:
         Without it the keyboard is read during a turn or a prompt only, and the
         terminal is in its own mode in between, echoing what is typed.
         """
-        self._hold()
+        self.hold()
 
     def close(self) -> None:
         """Stop reading keys and drawing, and leave the terminal as it was found."""
@@ -387,7 +381,7 @@ class BlessedTerminal:
         if self.screen.live:
             self.screen.write_raw(HIDE_CURSOR)
             self._cursor_hidden = True
-        self._hold()
+        self.hold()
         self.screen.flush()
 
     def _end_turn(self, event: TurnEnded) -> None:
@@ -405,9 +399,9 @@ class BlessedTerminal:
             self.screen.write_raw(SHOW_CURSOR)
             self._cursor_hidden = False
         self.screen.flush()  # before the keyboard thread is joined: the outcome shows now
-        self._let_go()
+        self.let_go()
 
-    def _hold(self) -> None:
+    def hold(self) -> None:
         """Start reading keys and ticking (nested: a prompt inside a turn)."""
         self._holds += 1
         if self._holds > 1:
@@ -424,7 +418,7 @@ class BlessedTerminal:
         if self.screen.live:
             self._ticker = loop.create_task(self._tick())
 
-    def _let_go(self) -> None:
+    def let_go(self) -> None:
         if self._holds == 0:
             return
         self._holds -= 1
