@@ -32,8 +32,6 @@ LAZY_IMPORTS: dict[tuple[str, str], str] = {
     ("config_check", "ipaddress"): "only when a URL names an address",
     ("config", "tomllib"): "only when there is a file to read",
     ("paths", "platformdirs"): "only when no variable names the folder",
-    ("interrupts", "treadle.adapters.process"): "the process adapter loads with the first "
-    "command; leaving at once kills commands only if one ran",
     ("batch_turn", "treadle.entrypoints"): "a turn started ahead holds stop signals first, "
     "then loads what its turn will need while nobody waits for it",
     ("batch_wiring", "treadle.adapters.batch"): "the batch engines only in a batch, Ray only "

@@ -34,6 +34,7 @@ from treadle.domain.rules.batch_plan import (
     shared_workspaces,
 )
 from treadle.domain.rules.interrupts import CtrlC
+from treadle.domain.rules.keys import CTRL_C, LeaveNow, Mode, route
 from treadle.domain.values.batch import BatchTask
 from treadle.entrypoints.batch_wiring import ENGINES, BatchOptions
 from treadle.entrypoints.config import ConfigError, check_value, load_config
@@ -288,10 +289,14 @@ async def drive(container: Container, options: BatchOptions, plan: BatchPlan) ->
     ctrl_c = CtrlC()
 
     def signalled(signum: int) -> None:
-        if signum == signal.SIGINT and ctrl_c.press(time.monotonic()):
-            run.kill()
-        else:
-            run.stop()
+        # A second SIGINT kills the turns that would not pause; the batch still ends
+        # with its report (its turns run in other processes, which leave on their own).
+        if signum == signal.SIGINT:
+            ctrl_c.last, action = route(Mode.TURN, CTRL_C, ctrl_c.last, time.monotonic())
+            if isinstance(action, LeaveNow):
+                run.kill()
+                return
+        run.stop()
 
     loop = asyncio.get_running_loop()
     for signum in STOP_SIGNALS:

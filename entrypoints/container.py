@@ -29,6 +29,7 @@ from treadle.domain.loop.settings import TurnSettings
 from treadle.domain.loop.turn import Agent, TurnPorts
 from treadle.domain.rules.context_window import ContextState
 from treadle.domain.rules.history import History
+from treadle.domain.rules.interrupts import CtrlC
 from treadle.domain.values.events import TurnEvent
 from treadle.domain.values.model import ContextWindow
 from treadle.entrypoints.batch_wiring import (
@@ -102,10 +103,12 @@ class Container(containers.DeclarativeContainer):
     session_id: providers.Provider[str] = providers.Callable(os.path.basename, session_dir)
 
     leave_now: providers.Provider[LeaveNow] = providers.Singleton(LeaveNow)
+    # The one memory of the last Ctrl-C: the terminal's keys and the signals share it.
+    ctrl_c: providers.Provider[CtrlC] = providers.Singleton(CtrlC)
     clock: providers.Provider[Clock] = providers.Singleton(SystemClock)
     model: providers.Provider[Model] = providers.Singleton(build_model, app, clock, session_id)
     terminal: providers.Provider[Terminal] = providers.Singleton(
-        build_terminal, mode, resume_hint, leave_now, verbose
+        build_terminal, mode, resume_hint, leave_now, verbose, ctrl_c
     )
     redactor: providers.Provider[Redactor] = providers.Singleton(build_redactor, app)
     sandbox: providers.Provider[Sandbox] = providers.Singleton(build_sandbox, app, state_dir)

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Protocol
 from treadle import __version__
 from treadle.domain.loop.stop import StopSignal
 from treadle.domain.loop.turn import Agent
+from treadle.domain.rules.interrupts import CtrlC
 from treadle.domain.rules.slash_commands import (
     BUILT_IN,
     LEAVE,
@@ -80,9 +81,12 @@ class SessionInterrupts:
     stop: StopSignal | None = None
     ending: bool = False
     now: Callable[[], float] = time.monotonic
+    ctrl_c: CtrlC | None = None  # the terminal's memory of the last Ctrl-C
 
     def __post_init__(self) -> None:
-        self._policy = SignalPolicy(self._stop_turn, self.leave_now, self._at_rest, self.now)
+        self._policy = SignalPolicy(
+            self._stop_turn, self.leave_now, self._at_rest, self.now, self.ctrl_c
+        )
 
     def signalled(self, signum: int) -> None:
         self._policy.signalled(signum)
@@ -166,10 +170,15 @@ async def _session(
 
     hint = f" — type to go on, or later: treadle --resume {session_id}"
     container = session_container(app, mode="tty", session_dir=session_dir, resume_hint=hint)
-    terminal = BlessedTerminal(resume_hint=hint, leave_now=container.leave_now(), verbose=verbose)
+    terminal = BlessedTerminal(
+        resume_hint=hint,
+        leave_now=container.leave_now(),
+        verbose=verbose,
+        ctrl_c=container.ctrl_c(),
+    )
     container.terminal.override(providers.Object(terminal))
     # A signal while the session starts (MCP servers may take seconds) ends it cleanly.
-    interrupts = SessionInterrupts(terminal, terminal.leave_now)
+    interrupts = SessionInterrupts(terminal, terminal.leave_now, ctrl_c=terminal.ctrl_c)
     interrupts.install()
     try:
         try:

@@ -209,7 +209,7 @@ async def _one_turn(
         stop.set("interrupted")
         return True
 
-    SignalPolicy(stop_turn, container.leave_now()).install()
+    SignalPolicy(stop_turn, container.leave_now(), ctrl_c=container.ctrl_c()).install()
     try:
         try:
             agent = await stop.race(start_session(container))

@@ -31,6 +31,7 @@ from treadle.domain.loop.turn import Agent, TurnPorts, core_tools
 from treadle.domain.rules.approval import POLICIES
 from treadle.domain.rules.context_window import ContextSettings, ContextState
 from treadle.domain.rules.history import History
+from treadle.domain.rules.interrupts import CtrlC
 from treadle.domain.rules.truncation import TokenBudget
 from treadle.domain.values.events import Notice
 from treadle.domain.values.model import ContextWindow
@@ -198,17 +199,24 @@ def read_project_instructions(app: AppConfig) -> ProjectInstructions:
 
 
 def build_terminal(
-    mode: str, resume_hint: str, leave_now: LeaveNow, verbose: bool = False
+    mode: str,
+    resume_hint: str,
+    leave_now: LeaveNow,
+    verbose: bool = False,
+    ctrl_c: CtrlC | None = None,
 ) -> Terminal:
     """The screen for ``mode``: ``json`` (one event per line), ``tty`` (the full display
     with its keys) or ``plain`` (lines, for a pipe or ``--print``). ``verbose`` shows
-    the model's reasoning in full (plain lines show it only then)."""
+    the model's reasoning in full (plain lines show it only then); ``ctrl_c`` is the
+    memory of the last Ctrl-C the full display shares with the signals."""
     if mode == "json":
         return JsonLinesTerminal(resume_hint=resume_hint)
     if mode == "tty":
         from treadle.adapters.blessed_terminal import BlessedTerminal
 
-        return BlessedTerminal(resume_hint=resume_hint, leave_now=leave_now, verbose=verbose)
+        return BlessedTerminal(
+            resume_hint=resume_hint, leave_now=leave_now, verbose=verbose, ctrl_c=ctrl_c
+        )
     return PlainTerminal(resume_hint=resume_hint, verbose=verbose)
 
 
@@ -372,7 +380,7 @@ def build_agent(
     resumed: tuple[ContextState, ContextWindow | None],
     subagents_started: int = 0,
 ) -> Agent:
-    """The session's agent; a second Ctrl-C records its running turn as paused."""
+    """The session's agent; leaving at once records its running turn as paused."""
     state, window = resumed
     agent = Agent(
         ports,
@@ -383,5 +391,5 @@ def build_agent(
         window=SharedWindow(window),
         subagents_started=subagents_started,
     )
-    leave.agent = agent
+    leave.record = agent.abandon_turn
     return agent

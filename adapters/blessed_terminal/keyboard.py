@@ -1,11 +1,12 @@
 """The keys the person presses, read on a thread while the event loop runs the turn.
 
 The terminal is put in cbreak mode (each key at once, no echo) with its signal keys
-off: Ctrl-C arrives as a key like Esc, so stopping a turn and the "second Ctrl-C
-exits at once" rule live in one place that can put the terminal back before it
-exits. Reading happens on a thread with blessed's ``inkey``, so a busy event loop
-never delays a key and the loop never blocks on the keyboard; keys are handed to
-the loop with ``call_soon_threadsafe``.
+off: Ctrl-C arrives as a key like Esc, and what it does is the key router's
+(:func:`treadle.domain.rules.keys.route`), which the terminal applies on the event
+loop; leaving at once can then put the terminal back before it exits. Reading
+happens on a thread with blessed's ``inkey``, so a busy event loop never delays a
+key and the loop never blocks on the keyboard; keys are handed to the loop with
+``call_soon_threadsafe``.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from collections.abc import Callable
 from typing import Any
 
 from treadle.adapters.blessed_terminal.line_editor import Key
-from treadle.domain.rules.interrupts import is_second_interrupt
+from treadle.domain.rules.keys import LeaveNow, Mode, route
 
 # blessed waits 0.35 s after a bare Esc for the rest of an escape sequence; the
 # bytes of a real sequence arrive together, so 50 ms tells them apart.
@@ -95,7 +96,9 @@ class Keyboard:
 
     ``on_key`` runs on the event loop for every key. ``leave_now`` runs on the reading
     thread when a second Ctrl-C comes while the loop has not yet taken the first one
-    (it is stuck): the same rule as on the loop, for when the loop cannot apply it.
+    (it is stuck): the router's answer for a Ctrl-C in a turn, judged here because the
+    loop cannot judge it. The thread keeps no memory of Ctrl-C beyond the one on its
+    way to the loop; the loop's is the terminal's.
     """
 
     def __init__(
@@ -113,7 +116,7 @@ class Keyboard:
         self._saved: list[Any] | None = None
         self._thread: threading.Thread | None = None
         self._stopping = threading.Event()
-        self._unhandled_ctrl_c: float | None = None
+        self._ctrl_c_on_its_way: float | None = None  # handed to the loop, not yet taken
         self._loop: asyncio.AbstractEventLoop | None = None
         self._registered = False
 
@@ -191,10 +194,11 @@ class Keyboard:
                     key = Key.NEWLINE
             if key == Key.CTRL_C:
                 now = time.monotonic()
-                if is_second_interrupt(self._unhandled_ctrl_c, now):
+                _, action = route(Mode.TURN, key, self._ctrl_c_on_its_way, now)
+                if isinstance(action, LeaveNow):
                     self._leave_now()
                     return
-                self._unhandled_ctrl_c = now
+                self._ctrl_c_on_its_way = now
             loop = self._loop
             if loop is None or loop.is_closed():
                 return
@@ -203,5 +207,5 @@ class Keyboard:
 
     def _deliver(self, key: str) -> None:
         if key == Key.CTRL_C:
-            self._unhandled_ctrl_c = None
+            self._ctrl_c_on_its_way = None
         self._on_key(key)

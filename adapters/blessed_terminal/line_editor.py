@@ -18,6 +18,7 @@ from __future__ import annotations
 from typing import Final, Literal
 
 from treadle.adapters.blessed_terminal.screen import cell_width, fit, fit_tail
+from treadle.domain.rules import keys
 
 Ending = Literal["submit", "eof", "cancel"]
 
@@ -31,7 +32,7 @@ class Key:
     ENTER: Final = "<enter>"
     NEWLINE: Final = "<newline>"
     """A line break inside the text: an Enter that arrives in the middle of a paste."""
-    ESC: Final = "<esc>"
+    ESC: Final = keys.ESC
     BACKSPACE: Final = "<backspace>"
     DELETE: Final = "<delete>"
     LEFT: Final = "<left>"
@@ -40,10 +41,10 @@ class Key:
     DOWN: Final = "<down>"
     HOME: Final = "<home>"
     END: Final = "<end>"
-    CTRL_C: Final = "<ctrl-c>"
+    CTRL_C: Final = keys.CTRL_C
     CTRL_D: Final = "<ctrl-d>"
     CTRL_K: Final = "<ctrl-k>"
-    CTRL_O: Final = "<ctrl-o>"
+    CTRL_O: Final = keys.CTRL_O
     """Shows the model's reasoning in full (the display's key; no editing)."""
     CTRL_U: Final = "<ctrl-u>"
     CTRL_W: Final = "<ctrl-w>"

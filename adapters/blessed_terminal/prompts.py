@@ -1,16 +1,18 @@
-"""Reading the person's keys at the terminal: approvals, questions, the task prompt.
+"""Reading the person's answers at the terminal: approvals, questions, the task prompt.
 
-:class:`Prompts` is the half of :class:`~.terminal.BlessedTerminal` that waits for
-the person; keys come in through :meth:`Prompts.press` (from the keyboard thread,
-on the event loop) and go to the prompt being read, or wait for the next one.
+:class:`Prompts` is the part of :class:`~.terminal.BlessedTerminal` that waits for
+the person. It judges no key: the terminal routes each one
+(:func:`treadle.domain.rules.keys.route`) and hands it here only to be read
+(:meth:`Prompts.deliver`) or kept for the next prompt (:meth:`Prompts.queue`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Callable
-from typing import Any, Final, Literal
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any, Final, Literal, Protocol
 
 from treadle.adapters.blessed_terminal.display import Styles, TurnView, diff_lines
 from treadle.adapters.blessed_terminal.line_editor import Ending, Key, LineEditor
@@ -22,7 +24,6 @@ from treadle.adapters.blessed_terminal.screen import (
     fit,
 )
 from treadle.domain.rules.diffs import bounded_diff
-from treadle.domain.rules.interrupts import CtrlC
 from treadle.domain.values.text import one_line, printable
 from treadle.domain.values.tools import ApprovalAnswer, ApprovalRequest
 
@@ -56,34 +57,93 @@ def folded(subject: str) -> tuple[list[str], bool]:
     return [*head, marker, *tail], True
 
 
+@dataclass
+class _Line:
+    """A line being read: after its label (and the label's width), on its editor,
+    until it ends with how and what (see :meth:`Prompts._read_line`)."""
+
+    label: str
+    label_width: int
+    editor: LineEditor
+    clear_on_cancel: bool
+    ended: asyncio.Future[tuple[Ending, str]] = field(
+        default_factory=lambda: asyncio.get_running_loop().create_future()
+    )
+
+
+class Live(Protocol):
+    """What the prompts need of the terminal around them."""
+
+    @property
+    def cursor_hidden(self) -> bool: ...
+
+    def redraw(self) -> None:
+        """Draw the live rows, the prompt's row among them, and flush."""
+
+    def hold(self) -> None:
+        """Read keys (and tick) while a prompt is read; nested."""
+
+    def let_go(self) -> None: ...
+
+    def expand_reasoning(self) -> None:
+        """Show the reasoning in full (the expand key, kept until a question ended)."""
+
+
 class Prompts:
     """Approvals, questions and the task prompt, read key by key.
 
-    A mix-in: the terminal supplies the screen, the turn's state and the few
-    methods declared at the end of this class.
+    ``row`` is the prompt's row and its cursor column while one is read, for the
+    terminal to draw under its live rows. ``reading`` says what is read: ``"task"``,
+    ``"answer"`` (a question or an approval) or None; ``typed`` is the line typed so far.
     """
 
-    term: Any
-    screen: Screen
-    styles: Styles
-    view: TurnView
-    can_answer: bool
-    _now: Callable[[], float]
-    _in_turn: bool
-    _cursor_hidden: bool
-    _prompt: tuple[str, int] | None
-    ctrl_c: CtrlC
-
-    def _init_prompts(self) -> None:
-        # Keys typed at a prompt, or ahead of the next one while a turn runs.
+    def __init__(
+        self, term: Any, screen: Screen, styles: Styles, view: TurnView, live: Live
+    ) -> None:
+        self.term = term
+        self.screen = screen
+        self.styles = styles
+        self.view = view
+        self.live = live
+        self.can_answer = False
+        self.row: tuple[str, int] | None = None
+        # Keys given to the prompt being read, or kept ahead of the next one.
         self._keys: asyncio.Queue[str] = asyncio.Queue()
         self._keys_loop: asyncio.AbstractEventLoop | None = None
         self._reading = False
+        self._line: _Line | None = None  # the line being read, until it ends
         self._asking: asyncio.Lock | None = None
-        self._submitted = ""
+        self.submitted = ""
         self._task_editor = LineEditor()
         self._questions = 0  # questions waiting for the person now
         self._expand_after_question = False
+
+    @property
+    def reading(self) -> Literal["task", "answer"] | None:
+        if not self._reading:
+            return None
+        return "answer" if self._questions else "task"
+
+    @property
+    def typed(self) -> str:
+        return self._line.editor.text if self._line is not None else ""
+
+    def deliver(self, key: str) -> None:
+        """A key for the prompt being read: a line's editor takes it at once, a choice
+        reads it from the queue."""
+        if self._line is not None:
+            self._press(self._line, key)
+        else:
+            self._keys.put_nowait(key)
+
+    def queue(self, text: str) -> None:
+        """Typed ahead while no prompt is read: the next prompt starts with it."""
+        if self._keys.qsize() < 4_096:
+            self._keys.put_nowait(text)
+
+    def expand_after_answer(self) -> None:
+        """The expand key, pressed at a question: it shows the reasoning once answered."""
+        self._expand_after_question = True
 
     async def ask_approval(self, request: ApprovalRequest) -> ApprovalAnswer | None:
         if not self.can_answer:
@@ -132,8 +192,7 @@ class Prompts:
                 # The call's result keeps the diff bounded: that is what it will carry.
                 self.view.approved_diffs.add(bounded_diff(request.diff))
             self.screen.write_lines([s.dim(f"  → {answer}")])
-            self._draw(self._now())
-            self.screen.flush()
+            self.live.redraw()
             return answer
 
     async def ask_question(self, question: str) -> str | None:
@@ -149,90 +208,87 @@ class Prompts:
     async def read_task(self, prompt: str = "› ") -> str | None:
         """The next task typed at the prompt; None when the person leaves.
 
-        Ctrl-D on an empty line leaves; Ctrl-C clears the line, and a second Ctrl-C
-        on an empty line leaves at once, as everywhere.
+        Ctrl-D on an empty line leaves; Ctrl-C clears the line, and on an empty line
+        says how to leave (a second one leaves at once: the terminal's router sees to it).
         """
-        while True:
-            label = self.styles.bold(self.styles.cyan(prompt))
-            ending, text = await self._read_line(label, self._task_editor)
-            if ending == "submit":
-                self._submitted = text.strip()
-                return text
-            if ending == "eof":
-                return None
-            if text:
-                self.ctrl_c.forget()  # it cleared the line: that was its whole job
-                continue
-            if self.ctrl_c.press(self._now()):
-                self.leave_now()
-                return None
-            self.note(["(Ctrl-C again or Ctrl-D to leave)"])
+        label = self.styles.bold(self.styles.cyan(prompt))
+        ending, text = await self._read_line(label, self._task_editor, clear_on_cancel=True)
+        if ending != "submit":
+            return None
+        self.submitted = text.strip()
+        return text
 
     def stop_prompt(self) -> None:
         """End the prompt being read as if the person left (a signal asked to quit)."""
-        if self._reading:
-            self._keys.put_nowait(QUIT)
-
-    def press(self, key: str) -> None:
-        """A key the person pressed (called on the event loop by the keyboard)."""
-        if key == Key.CTRL_O:  # at any moment, but never inside a question
-            if self._questions:
-                self._expand_after_question = True
-            else:
-                self.expand_reasoning()
+        if self._line is not None:
+            self._press(self._line, QUIT)
         elif self._reading:
-            self._keys.put_nowait(key)
-        elif key in (Key.ESC, Key.CTRL_C):
-            self._stop_pressed(key)
-        elif self._keys.qsize() < 4_096:
-            self._keys.put_nowait(key)  # typed ahead: the next prompt starts with it
+            self._keys.put_nowait(QUIT)
 
     async def _read_choice(
         self, row: str, *, always: bool = True, view: bool = False
     ) -> ApprovalAnswer | Literal["v"] | None:
-        """One of y, n (a and v, when offered) at a prompt row; Esc and Ctrl-C stop the
-        turn as usual."""
+        """One of y, n (a and v, when offered) at a prompt row (Esc and Ctrl-C never
+        come here: they stop the turn, which then cancels this prompt)."""
         self._forget_typed_keys()  # a key typed before the question is no answer to it
         async with self._reading_keys():
-            self._prompt = (row, cell_width(self.term.strip_seqs(row)))
+            self.row = (row, cell_width(self.term.strip_seqs(row)))
             while True:
-                self._draw(self._now())
-                self.screen.flush()
+                self.live.redraw()
                 key = await self._keys.get()
                 if key == QUIT:
                     return None
-                if key in (Key.ESC, Key.CTRL_C):
-                    self._stop_pressed(key)  # the turn then cancels this prompt
-                elif key.lower() in APPROVAL_KEYS and (always or key.lower() != "a"):
+                if key.lower() in APPROVAL_KEYS and (always or key.lower() != "a"):
                     return APPROVAL_KEYS[key.lower()]
-                elif view and key.lower() == VIEW_ALL:
+                if view and key.lower() == VIEW_ALL:
                     return VIEW_ALL
 
-    async def _read_line(self, label: str, editor: LineEditor) -> tuple[Ending, str]:
-        """A line typed after ``label``; in a turn, Esc and Ctrl-C stop the turn."""
-        label_width = cell_width(self.term.strip_seqs(label))
+    async def _read_line(
+        self, label: str, editor: LineEditor, *, clear_on_cancel: bool = False
+    ) -> tuple[Ending, str]:
+        """A line typed after ``label`` (in a turn, Esc and Ctrl-C stop it instead).
+
+        Each key is pressed on the editor the moment it is delivered, so that the router
+        judges a Ctrl-C against the line as it is (clearing it, or on an empty line);
+        keys typed ahead are pressed first. With ``clear_on_cancel``, Ctrl-C clears the
+        line and goes on (the task prompt) instead of ending it."""
+        line = _Line(label, cell_width(self.term.strip_seqs(label)), editor, clear_on_cancel)
         async with self._reading_keys():
-            while True:
-                shown, column = editor.view(max(4, self.screen.width - label_width))
-                self._prompt = (label + shown, label_width + column)
-                self._draw(self._now())
-                self.screen.flush()
-                key = await self._keys.get()
-                if key == QUIT:
-                    return "eof", ""
-                if self._in_turn and key in (Key.ESC, Key.CTRL_C):
-                    self._stop_pressed(key)
-                    continue
-                ending = editor.press(key)
-                if ending is None:
-                    continue
-                text = editor.take() if ending == "submit" else editor.text
-                if ending == "cancel":
-                    editor.press(Key.ESC)
-                self._prompt = None
-                if ending == "submit":
-                    self.screen.write_lines([label + printable(text)])
-                return ending, text
+            self._line = line
+            while self._line is line and not self._keys.empty():
+                self._press(line, self._keys.get_nowait())
+            if self._line is line:
+                self._show(line)
+            ending, text = await line.ended
+            if ending == "submit":
+                self.screen.write_lines([label + printable(text)])
+            return ending, text
+
+    def _press(self, line: _Line, key: str) -> None:
+        ending = "eof" if key == QUIT else line.editor.press(key)
+        if ending == "cancel" and line.clear_on_cancel:
+            cleared = line.editor.text
+            line.editor.press(Key.ESC)
+            if not cleared:
+                self.screen.write_lines([self.styles.dim("(Ctrl-C again or Ctrl-D to leave)")])
+            ending = None
+        if ending is None:
+            self._show(line)
+            return
+        text = line.editor.take() if ending == "submit" else "" if key == QUIT else line.editor.text
+        if ending == "cancel":
+            line.editor.press(Key.ESC)
+        # Ended now: the keys that follow wait for the next prompt.
+        self._line = None
+        self._reading = False
+        self.row = None
+        if not line.ended.done():
+            line.ended.set_result((ending, text))
+
+    def _show(self, line: _Line) -> None:
+        shown, column = line.editor.view(max(4, self.screen.width - line.label_width))
+        self.row = (line.label + shown, line.label_width + column)
+        self.live.redraw()
 
     def _forget_typed_keys(self) -> None:
         while not self._keys.empty():
@@ -245,26 +301,27 @@ class Prompts:
             self._keys = asyncio.Queue()
         self._keys_loop = loop
         self._reading = True
-        self._hold()
+        self.live.hold()
         self.screen.write_raw(SHOW_CURSOR)
         try:
             yield
         finally:
             self._reading = False
-            self._prompt = None
-            if self._cursor_hidden:
+            self._line = None
+            self.row = None
+            if self.live.cursor_hidden:
                 self.screen.write_raw(HIDE_CURSOR)
-            self._let_go()
-            self._draw(self._now())
-            self.screen.flush()
+            self.live.let_go()
+            self.live.redraw()
 
     @contextlib.asynccontextmanager
     async def _question(self) -> AsyncIterator[None]:
         """While a question waits for the person, the status line says so, and the
         expand key waits for the answer: it never prints between a question and it."""
         self._questions += 1
+        # Shown with the question's own first draw: a status that said so before the
+        # question was written would show a screen that is not there yet.
         before, self.view.activity = self.view.activity, "waiting for your answer"
-        self._draw(self._now())
         try:
             yield
         finally:
@@ -274,33 +331,10 @@ class Prompts:
                     self.view.activity = before
                 if self._expand_after_question:
                     self._expand_after_question = False
-                    self.expand_reasoning()
+                    self.live.expand_reasoning()
 
     def _lock(self) -> asyncio.Lock:
         # Sub-agents may ask while the main agent asks: one prompt at a time.
         if self._asking is None:
             self._asking = asyncio.Lock()
         return self._asking
-
-    # Supplied by the terminal ------------------------------------------------------
-
-    def note(self, lines: list[str]) -> None:
-        raise NotImplementedError
-
-    def leave_now(self) -> None:
-        raise NotImplementedError
-
-    def expand_reasoning(self) -> None:
-        raise NotImplementedError
-
-    def _stop_pressed(self, key: str) -> None:
-        raise NotImplementedError
-
-    def _hold(self) -> None:
-        raise NotImplementedError
-
-    def _let_go(self) -> None:
-        raise NotImplementedError
-
-    def _draw(self, now: float) -> None:
-        raise NotImplementedError

@@ -6,10 +6,13 @@ Example::
     agent = Agent(TurnPorts(model, clock, runner, terminal))
     outcome = await agent.run_turn("fix the failing test")
 
-While a turn runs, the keyboard is read (Esc or Ctrl-C stops the turn) and the live
-rows are redrawn on a short tick; both end with the turn, leaving the terminal as it
-was. The model's reasoning streams dimmed in a live row and stays in the log as one
-line; Ctrl-O shows it in full (``verbose`` shows it in full at once). An
+While a turn runs, the keyboard is read and the live rows are redrawn on a short
+tick; both end with the turn, leaving the terminal as it was. Every key is routed by
+:func:`treadle.domain.rules.keys.route` (Esc or Ctrl-C stops the turn, a second
+Ctrl-C leaves at once, a key typed during the turn waits for the next prompt) and
+the answer carried out here; the prompts (:mod:`.prompts`) only read what is
+delivered to them. The model's reasoning streams dimmed in a live row and stays in
+the log as one line; Ctrl-O shows it in full (``verbose`` shows it in full at once). An
 interactive session reads its next task with :meth:`BlessedTerminal.read_task`.
 """
 
@@ -22,11 +25,10 @@ import os
 import sys
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, assert_never
 
 from treadle.adapters.blessed_terminal.display import Styles, TurnView, diff_lines
 from treadle.adapters.blessed_terminal.keyboard import Keyboard
-from treadle.adapters.blessed_terminal.line_editor import Key
 from treadle.adapters.blessed_terminal.markdown import (
     AnswerRenderer,
     MarkdownStyles,
@@ -38,7 +40,10 @@ from treadle.adapters.blessed_terminal.screen import (
     SHOW_CURSOR,
     Screen,
 )
+from treadle.adapters.leave_now import LeaveNow
+from treadle.domain.rules import keys
 from treadle.domain.rules.interrupts import CtrlC
+from treadle.domain.rules.keys import Mode, route
 from treadle.domain.values.events import (
     AnswerDelta,
     CompactionStarted,
@@ -52,6 +57,7 @@ from treadle.domain.values.events import (
 )
 from treadle.domain.values.model import CUT_STOPS
 from treadle.domain.values.text import CONTROL_CHARACTERS, printable
+from treadle.domain.values.tools import ApprovalAnswer, ApprovalRequest
 
 # The live rows are redrawn this often while a turn runs (the elapsed times move).
 TICK = 0.1
@@ -87,15 +93,17 @@ def can_move_cursor() -> bool:
     return os.environ.get("TERM", "dumb") not in ("", "dumb", "unknown")
 
 
-class BlessedTerminal(Prompts):
+class BlessedTerminal:
     """The full display on a terminal, and the person's keys and answers.
 
     ``term`` is a blessed Terminal (default: stdout, without start-up queries).
     ``input_fd`` is the keyboard (default: stdin when it is a terminal); without one,
     nobody can answer and Esc cannot be read. ``now`` is the display's clock (real
     time: it only moves the elapsed times on the screen). ``leave_now`` is what a second
-    Ctrl-C does once the terminal is put back: kill, record, exit (see
-    :mod:`treadle.domain.rules.interrupts`).
+    Ctrl-C does once the terminal is put back: kill every running command, record the
+    turn, exit 130 (the one :class:`~treadle.adapters.leave_now.LeaveNow`, unless
+    a test gives its own). ``ctrl_c`` is the memory of the last Ctrl-C, shared with
+    the signals of the same process.
     """
 
     def __init__(
@@ -106,8 +114,9 @@ class BlessedTerminal(Prompts):
         input_fd: int | None = -1,
         now: Callable[[], float] = time.monotonic,
         live: bool | None = None,
-        leave_now: Callable[[], None] = lambda: os._exit(130),
+        leave_now: Callable[[], None] | None = None,
         verbose: bool = False,
+        ctrl_c: CtrlC | None = None,
     ) -> None:
         self.term = term if term is not None else quiet_blessed_terminal()
         if input_fd == -1:
@@ -124,15 +133,16 @@ class BlessedTerminal(Prompts):
         )
         self.view = TurnView(self.styles)
         self.answer = AnswerRenderer(MarkdownStyles.of(self.term), lambda: self.screen.width)
-        self.can_answer = input_fd is not None
+        self.prompts = Prompts(self.term, self.screen, self.styles, self.view, self)
+        self.prompts.can_answer = input_fd is not None
         self.keyboard = (
             Keyboard(self.term, input_fd, self.press, self.leave_now)
             if input_fd is not None
             else None
         )
         self._now = now
-        self._leave_now_after = leave_now
-        self.ctrl_c = CtrlC()
+        self._leave_now_after = leave_now if leave_now is not None else LeaveNow()
+        self.ctrl_c = ctrl_c if ctrl_c is not None else CtrlC()
         self._interrupt: Callable[[], None] | None = None
         self._held_notes: list[str] = []
         self._drew_pending = False  # the live block shows an unfinished line of the answer
@@ -141,11 +151,9 @@ class BlessedTerminal(Prompts):
         self._in_turn = False
         self._holds = 0
         self._ticker: asyncio.Task[None] | None = None
-        self._prompt: tuple[str, int] | None = None
         self._last_draw = 0.0
         self._cursor_hidden = False
         self._restore_registered = False
-        self._init_prompts()
 
     # The Terminal port -------------------------------------------------------------
 
@@ -181,8 +189,8 @@ class BlessedTerminal(Prompts):
             return
         if isinstance(event, TurnStarted) and not event.agent:
             self._begin_turn()
-            if event.task == self._submitted:  # the prompt line already shows it
-                self._submitted = ""
+            if event.task == self.prompts.submitted:  # the prompt line already shows it
+                self.prompts.submitted = ""
                 self._draw(now)
                 self.screen.flush()
                 return
@@ -211,6 +219,22 @@ class BlessedTerminal(Prompts):
     def bind_interrupt(self, interrupt: Callable[[], None]) -> None:
         self._interrupt = interrupt
         self._begin_turn()
+
+    async def ask_approval(self, request: ApprovalRequest) -> ApprovalAnswer | None:
+        return await self.prompts.ask_approval(request)
+
+    async def ask_question(self, question: str) -> str | None:
+        return await self.prompts.ask_question(question)
+
+    # The prompts' terminal (their Live) --------------------------------------------
+
+    @property
+    def cursor_hidden(self) -> bool:
+        return self._cursor_hidden
+
+    def redraw(self) -> None:
+        self._draw(self._now())
+        self.screen.flush()
 
     # Reasoning ---------------------------------------------------------------------
 
@@ -249,13 +273,30 @@ class BlessedTerminal(Prompts):
         self._draw(self._now())
         self.screen.flush()
 
+    @property
+    def can_answer(self) -> bool:
+        """Whether a person can answer (there is a keyboard)."""
+        return self.prompts.can_answer
+
+    @can_answer.setter
+    def can_answer(self, can: bool) -> None:
+        self.prompts.can_answer = can
+
+    async def read_task(self, prompt: str = "› ") -> str | None:
+        """The next task typed at the prompt; None when the person leaves."""
+        return await self.prompts.read_task(prompt)
+
+    def stop_prompt(self) -> None:
+        """End the prompt being read as if the person left (a signal asked to quit)."""
+        self.prompts.stop_prompt()
+
     def open_session(self) -> None:
         """Keep reading keys between turns too, until :meth:`close` (an interactive session).
 
         Without it the keyboard is read during a turn or a prompt only, and the
         terminal is in its own mode in between, echoing what is typed.
         """
-        self._hold()
+        self.hold()
 
     def close(self) -> None:
         """Stop reading keys and drawing, and leave the terminal as it was found."""
@@ -274,22 +315,48 @@ class BlessedTerminal(Prompts):
 
     # Keys ------------------------------------------------------------------------------
 
-    def _stop_pressed(self, key: str) -> None:
-        if self._interrupt is None:
-            return
-        now = self._now()
-        if key == Key.CTRL_C and self.ctrl_c.press(now):
-            self.leave_now()
+    def press(self, key: str) -> None:
+        """A key the person pressed (on the event loop, from the keyboard): routed."""
+        self.ctrl_c.last, action = route(self._mode(), key, self.ctrl_c.last, self._now())
+        match action:
+            case keys.Deliver(key):
+                self.prompts.deliver(key)
+            case keys.Queue(text):
+                self.prompts.queue(text)
+            case keys.Stop():
+                self._stop()
+            case keys.LeaveNow():
+                self.leave_now()
+            case keys.Expand(after_answer=True):
+                self.prompts.expand_after_answer()
+            case keys.Expand():
+                self.expand_reasoning()
+            case keys.Ignore():
+                pass
+            case _:
+                assert_never(action)
+
+    def _mode(self) -> Mode:
+        reading = self.prompts.reading
+        if reading == "answer":
+            return Mode.QUESTION
+        if reading == "task":
+            return Mode.PROMPT if self.prompts.typed else Mode.EMPTY_PROMPT
+        return Mode.TURN if self._interrupt is not None else Mode.BETWEEN
+
+    def _stop(self) -> None:
+        if self._interrupt is None:  # a question outside a turn: nothing to stop
             return
         self.view.stopping()
         self._interrupt()
-        self._draw(now)
-        self.screen.flush()
+        self.redraw()
 
     def leave_now(self) -> None:
-        """The second Ctrl-C: put the terminal back, then leave at once."""
+        """Put the terminal back, then leave at once (which kills the running commands).
+        Should the leaving return (a test's), the prompt being read ends."""
         self.restore()
         self._leave_now_after()
+        self.prompts.stop_prompt()
 
     def restore(self) -> None:
         """Put the terminal's mode and cursor back; safe at exit and from the key thread."""
@@ -314,7 +381,7 @@ class BlessedTerminal(Prompts):
         if self.screen.live:
             self.screen.write_raw(HIDE_CURSOR)
             self._cursor_hidden = True
-        self._hold()
+        self.hold()
         self.screen.flush()
 
     def _end_turn(self, event: TurnEnded) -> None:
@@ -332,9 +399,9 @@ class BlessedTerminal(Prompts):
             self.screen.write_raw(SHOW_CURSOR)
             self._cursor_hidden = False
         self.screen.flush()  # before the keyboard thread is joined: the outcome shows now
-        self._let_go()
+        self.let_go()
 
-    def _hold(self) -> None:
+    def hold(self) -> None:
         """Start reading keys and ticking (nested: a prompt inside a turn)."""
         self._holds += 1
         if self._holds > 1:
@@ -351,7 +418,7 @@ class BlessedTerminal(Prompts):
         if self.screen.live:
             self._ticker = loop.create_task(self._tick())
 
-    def _let_go(self) -> None:
+    def let_go(self) -> None:
         if self._holds == 0:
             return
         self._holds -= 1
@@ -378,8 +445,8 @@ class BlessedTerminal(Prompts):
             rows[:0] = pending_rows(pending, width)
         self._drew_pending = bool(pending)
         cursor = None
-        if self._prompt is not None:
-            row, cursor = self._prompt
+        if self.prompts.row is not None:
+            row, cursor = self.prompts.row
             rows.append(row)
         self.screen.draw_live(rows, cursor, size=(width, height))
         self._last_draw = now

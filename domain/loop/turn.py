@@ -13,6 +13,7 @@ import asyncio
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from functools import partial
 
 from treadle.domain.loop.builtin_tools import AskTool, BashTool, UpdatePlanTool
 from treadle.domain.loop.context import SharedWindow
@@ -204,7 +205,9 @@ class Agent:
         task = well_formed(task)  # a person's text can be as broken as a model's
         stop = stop or StopSignal()
         if not self.name:  # the main agent owns the terminal's Esc and Ctrl-C
-            self.ports.terminal.bind_interrupt(lambda: stop.set("interrupted"))
+            # The stop itself, not a function of this module around it: Esc goes from
+            # the terminal straight to the signal (README: Where things are).
+            self.ports.terminal.bind_interrupt(partial(stop.set, "interrupted"))
         started = self._turn_started = self.ports.clock.now()
         self.usage = Usage()
         self.requests_before_turn = self.responder.requests

@@ -4,13 +4,13 @@ The first Ctrl-C (like Esc, SIGINT or SIGTERM) stops the running turn, which end
 paused. A second Ctrl-C less than :data:`SECOND_INTERRUPT_WINDOW` seconds after the
 first leaves at once, wherever it lands: during the turn, while it stops, or at the
 prompt after it. Leaving at once kills the running commands first, then records the
-turn as paused, then exits with the paused turn's code, 130.
+turn as paused, then exits with the paused turn's code, 130. What a key or a signal
+does with the rule is :func:`treadle.domain.rules.keys.route`'s.
 
 Example::
 
-    >>> ctrl_c = CtrlC()
-    >>> ctrl_c.press(10.0), ctrl_c.press(11.5), ctrl_c.press(20.0)
-    (False, True, False)
+    >>> is_second_interrupt(10.0, 11.5), is_second_interrupt(10.0, 12.0)
+    (True, False)
 """
 
 from __future__ import annotations
@@ -28,16 +28,8 @@ def is_second_interrupt(previous: float | None, now: float) -> bool:
 
 @dataclass(slots=True)
 class CtrlC:
-    """When the last Ctrl-C came, so that the next one can be judged."""
+    """The one memory of when the last Ctrl-C came, kept for :func:`~.keys.route`: the
+    terminal's keys and the SIGINTs of one process share it, and only the router's
+    answer changes it."""
 
     last: float | None = None
-
-    def press(self, now: float) -> bool:
-        """Take a Ctrl-C at ``now``; True when it is a second one, which leaves at once."""
-        second = is_second_interrupt(self.last, now)
-        self.last = now
-        return second
-
-    def forget(self) -> None:
-        """A Ctrl-C that did its own job (clearing a typed line) counts for nothing."""
-        self.last = None

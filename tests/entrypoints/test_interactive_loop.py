@@ -155,3 +155,27 @@ async def test_a_session_ended_by_a_signal_exits_130(rig) -> None:
     interrupts.ending = True  # a SIGTERM came before the first prompt
     assert await run_interactive(built.agent, prompt, interrupts) == 130
     assert not built.model.requests
+
+
+def test_a_ctrl_c_key_and_a_sigint_share_one_memory_of_the_last_ctrl_c() -> None:
+    import io
+
+    from blessed import Terminal
+
+    from treadle.adapters.blessed_terminal import BlessedTerminal
+    from treadle.adapters.blessed_terminal.line_editor import Key
+
+    left: list[str] = []
+    time = Time()
+    term = Terminal(kind="xterm-256color", stream=io.StringIO(), force_styling=True)
+    terminal = BlessedTerminal(
+        term, input_fd=None, now=time, live=False, leave_now=lambda: left.append("now")
+    )
+    interrupts = SessionInterrupts(terminal, terminal.leave_now, now=time, ctrl_c=terminal.ctrl_c)
+    stop = interrupts.stop = StopSignal()
+    terminal.bind_interrupt(lambda: stop.set("interrupted"))
+    terminal.press(Key.CTRL_C)  # the key: stops the turn
+    assert stop.is_set and left == []
+    time.now += 1.0
+    interrupts.signalled(signal.SIGINT)  # a kill -INT a second later: the second Ctrl-C
+    assert left == ["now"]

@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import signal
 import sys
 from pathlib import Path
 
@@ -156,6 +157,36 @@ def test_a_second_ctrl_c_exits_at_once_and_still_puts_the_terminal_back(tmp_path
         assert child.match.group(1) == before
         child.expect(pexpect.EOF)
         assert cursor_left_visible(child)
+        assert gone_within(pid), "leaving at once left the command running"
+    finally:
+        if is_running(pid):
+            os.kill(pid, 9)
+
+
+@pytest.mark.parametrize("interactive", [False, True], ids=["one-turn", "session"])
+def test_a_ctrl_c_key_then_a_sigint_is_a_second_ctrl_c(tmp_path: Path, interactive: bool) -> None:
+    # The key and the signal keep one memory of the last Ctrl-C between them: the
+    # SIGINT (a kill -INT) leaves at once, sooner than the stubborn command's grace.
+    stubborn = "trap '' TERM; sleep 30 & echo $! > sleep.pid; wait"
+    script = write_script(
+        tmp_path, {"tool_calls": [{"name": "bash", "arguments": {"command": stubborn}}]}
+    )
+    child = spawn(
+        tmp_path, sys.executable, treadle_args(script, *([] if interactive else ["wait"]))
+    )
+    if interactive:
+        child.expect("Type a task")
+        child.send("wait\r")
+    child.expect("sleep 30")
+    pid = wait_for_pid(tmp_path / "sleep.pid")
+    try:
+        child.send("\x03")
+        child.expect("stopping…")
+        child.kill(signal.SIGINT)
+        child.expect(pexpect.EOF, timeout=1.5)  # sooner than the grace period
+        child.close()
+        assert child.exitstatus == 130
+        assert gone_within(pid), "leaving at once left the command running"
     finally:
         if is_running(pid):
             os.kill(pid, 9)
