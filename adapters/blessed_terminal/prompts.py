@@ -24,7 +24,7 @@ from treadle.adapters.blessed_terminal.screen import (
 from treadle.domain.rules.diffs import bounded_diff
 from treadle.domain.rules.interrupts import CtrlC
 from treadle.domain.values.text import one_line, printable
-from treadle.domain.values.tools import ApprovalAnswer, ApprovalRequest
+from treadle.domain.values.tools import ApprovalAnswer, ApprovalRequest, Declined
 
 QUIT = "<quit>"
 APPROVAL_KEYS: dict[str, ApprovalAnswer] = {"y": "yes", "n": "no", "a": "always"}
@@ -126,10 +126,16 @@ class Prompts:
             if choice is None:
                 return None
             answer: ApprovalAnswer = choice
-            if request.diff and answer != "no" and not request.agent:
+            if answer == "no":
+                reason = await self._read_reason()
+                if reason is None:
+                    return None
+                answer = Declined(reason) if reason else "no"
+            if request.diff and answer in ("yes", "always") and not request.agent:
                 # The call's result keeps the diff bounded: that is what it will carry.
                 self.view.approved_diffs.add(bounded_diff(request.diff))
-            self.screen.write_lines([s.dim(f"  → {answer}")])
+            said = f"no: {one_line(answer.reason, 400)}" if isinstance(answer, Declined) else answer
+            self.screen.write_lines([s.dim(f"  → {said}")])
             self._draw(self._now())
             self.screen.flush()
             return answer
@@ -206,8 +212,22 @@ class Prompts:
                 elif view and key.lower() == VIEW_ALL:
                     return VIEW_ALL
 
-    async def _read_line(self, label: str, editor: LineEditor) -> tuple[Ending, str]:
-        """A line typed after ``label``; in a turn, Esc and Ctrl-C stop the turn."""
+    async def _read_reason(self) -> str | None:
+        """After a no, the person's words for the model: what to do instead. Enter
+        alone and Esc give none (a plain no); Ctrl-C stops the turn as at the choice."""
+        wide = self.screen.width >= 60
+        label = "tell it what to do instead (Enter: just no) › " if wide else "instead › "
+        ending, text = await self._read_line(self.styles.yellow(label), LineEditor(), aside=True)
+        if ending == "eof":  # the prompt was ended (a signal, Ctrl-D): no answer
+            return None
+        return text.strip() if ending == "submit" else ""
+
+    async def _read_line(
+        self, label: str, editor: LineEditor, *, aside: bool = False
+    ) -> tuple[Ending, str]:
+        """A line typed after ``label``; in a turn, Esc and Ctrl-C stop the turn. An
+        ``aside`` (a line inside a question) is cancelled by Esc and not echoed: the
+        question's answer line says what it was."""
         label_width = cell_width(self.term.strip_seqs(label))
         async with self._reading_keys():
             while True:
@@ -218,6 +238,9 @@ class Prompts:
                 key = await self._keys.get()
                 if key == QUIT:
                     return "eof", ""
+                if aside and key == Key.ESC:
+                    self._prompt = None
+                    return "cancel", ""
                 if self._in_turn and key in (Key.ESC, Key.CTRL_C):
                     self._stop_pressed(key)
                     continue
@@ -228,7 +251,7 @@ class Prompts:
                 if ending == "cancel":
                     editor.press(Key.ESC)
                 self._prompt = None
-                if ending == "submit":
+                if ending == "submit" and not aside:
                     self.screen.write_lines([label + printable(text)])
                 return ending, text
 

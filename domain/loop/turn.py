@@ -20,7 +20,7 @@ from treadle.domain.loop.response import Answer, Responder
 from treadle.domain.loop.settings import TurnSettings
 from treadle.domain.loop.stop import STOPPED, StoppedFirst, StopSignal
 from treadle.domain.loop.subagent import AgentTool
-from treadle.domain.rules.approval import Ask, Deny, decide_approval
+from treadle.domain.rules.approval import Ask, Deny, decide_approval, declined_text
 from treadle.domain.rules.arguments import arguments_object, parse_arguments
 from treadle.domain.rules.context_window import ContextState
 from treadle.domain.rules.history import INTERRUPTED_RESULT, History, close_unanswered
@@ -51,6 +51,7 @@ from treadle.domain.values.outcome import (
 from treadle.domain.values.text import well_formed
 from treadle.domain.values.tools import (
     ApprovalRequest,
+    Declined,
     EndTurn,
     ToolLimits,
     ToolOutcome,
@@ -397,8 +398,8 @@ class Agent:
                 self.emit(ToolStarted(call, summary, self.name))
                 self.emit(ToolFinished(call, "blocked", True, 0.0, self.name))
                 return EndTurn(NeedsApproval(needed), f"Not run: {needed}.")
-            if reply == "no":
-                return self._refuse(call, "the user declined this call", summary)
+            if reply == "no" or isinstance(reply, Declined):
+                return self._refuse(call, declined_text(reply), summary)
             if reply == "always":
                 self._allowed.add(decision.prefix)
         return await self._execute(tool, call, arguments, summary, stop)

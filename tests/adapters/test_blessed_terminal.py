@@ -33,7 +33,7 @@ from treadle.domain.values.events import (
     UsageUpdated,
 )
 from treadle.domain.values.outcome import FailureKind, OutcomeKind, TurnOutcome
-from treadle.domain.values.tools import ApprovalRequest
+from treadle.domain.values.tools import ApprovalRequest, Declined
 
 WIDTH, HEIGHT = 100, 20
 BASH = ToolCall("call_1", "bash", json.dumps({"command": "ls -la"}))
@@ -467,6 +467,33 @@ async def test_an_approval_is_answered_with_one_key(rig: Rig) -> None:
     assert await asyncio.wait_for(asking, 1) == "always"
     assert "? Allow bash: rm -rf build" in rig.lines
     assert "  → always" in rig.lines
+
+
+@pytest.mark.parametrize(
+    ("keys", "answer", "said"),
+    [
+        (["n", *"use make test", Key.ENTER], Declined("use make test"), "  → no: use make test"),
+        (["n", " ", Key.ENTER], "no", "  → no"),
+        (["n", *"rm", Key.ESC], "no", "  → no"),
+    ],
+    ids=["words", "enter-alone", "esc"],
+)
+async def test_a_no_may_carry_the_persons_words_and_esc_there_is_a_plain_no(
+    rig: Rig, keys: list[str], answer: object, said: str
+) -> None:
+    rig.terminal.can_answer = True
+    rig.start()
+    asking = asyncio.create_task(rig.terminal.ask_approval(ApprovalRequest("bash", "ls", "ls")))
+    await asyncio.sleep(0)
+    rig.terminal.press(keys[0])
+    await asyncio.sleep(0)
+    assert rig.screen().cursor_row.startswith("tell it what to do instead (Enter: just no) ›")
+    for key in keys[1:]:
+        rig.terminal.press(key)
+    assert await asyncio.wait_for(asking, 1) == answer
+    assert rig.lines.count(said) == 1
+    assert not any(line.startswith("tell it what to do") for line in rig.lines)
+    assert rig.interrupts == 0  # Esc there takes back the words, not the turn
 
 
 async def test_while_an_approval_waits_the_status_says_so_and_then_goes_back(rig: Rig) -> None:
