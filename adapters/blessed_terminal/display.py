@@ -16,6 +16,7 @@ from typing import Any
 from treadle.adapters.blessed_terminal.screen import cell_width, fit, fit_tail
 from treadle.adapters.plain_terminal import cost_text, describe_event, shown_task, token_counts
 from treadle.domain.rules.output_preview import LIVE_LINES
+from treadle.domain.rules.resumed_view import ResumedView
 from treadle.domain.values.conversation import Usage
 from treadle.domain.values.events import (
     AnswerDelta,
@@ -466,3 +467,24 @@ def status_line(activity: str, counts: Sequence[str], elapsed: str, width: int) 
         if width > 20
         else fit(activity, width)
     )
+
+
+def resumed_lines(session_id: str, view: ResumedView, styles: Styles, width: int) -> list[str]:
+    """A resumed session's opening: ``resumed <id>``, its task, the exchanges the view
+    keeps (what the person said after ``›``, answers and calls indented, how each
+    turn ended dimmed), each one row cut to ``width``."""
+    s = styles
+    rows = [s.bold(fit(f"resumed {printable(session_id)}", width))]
+    if view.task:
+        rows.append(s.bold("Task: ") + fit(view.task, max(1, width - 6)))
+    for line in view.lines:
+        match line.kind:
+            case "said":
+                rows.append(s.bold(s.cyan("› ")) + fit(line.text, max(1, width - 2)))
+            case "answer":
+                rows.append("  " + fit(line.text, max(1, width - 2)))
+            case "call":
+                rows.append(s.dim("  ▸ " + fit(line.text, max(1, width - 4))))
+            case "ended" | "folded":
+                rows.append(s.dim("  " + fit(line.text, max(1, width - 2))))
+    return rows

@@ -24,7 +24,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from treadle.adapters.blessed_terminal.display import Styles, TurnView, diff_lines
+from treadle.adapters.blessed_terminal.display import Styles, TurnView, diff_lines, resumed_lines
 from treadle.adapters.blessed_terminal.keyboard import Keyboard
 from treadle.adapters.blessed_terminal.line_editor import Key
 from treadle.adapters.blessed_terminal.markdown import (
@@ -39,6 +39,7 @@ from treadle.adapters.blessed_terminal.screen import (
     Screen,
 )
 from treadle.domain.rules.interrupts import CtrlC
+from treadle.domain.rules.resumed_view import ResumedView
 from treadle.domain.values.events import (
     AnswerDelta,
     CompactionStarted,
@@ -246,6 +247,12 @@ class BlessedTerminal(Prompts):
         """A diff between turns (``/diff``), coloured, under a bold ``title``."""
         rows = diff_lines(diff, self.styles)
         self.screen.write_lines([self.styles.bold(printable(title)), *rows])
+        self._draw(self._now())
+        self.screen.flush()
+
+    def show_resumed(self, session_id: str, view: ResumedView) -> None:
+        """A resumed session's opening: its id, its task and its last exchanges."""
+        self.screen.write_lines(resumed_lines(session_id, view, self.styles, self.screen.width))
         self._draw(self._now())
         self.screen.flush()
 

@@ -541,6 +541,8 @@ async def test_a_long_command_to_approve_shows_both_ends_and_all_of_it_on_a_key(
     await asyncio.sleep(0)
     assert "echo step 250" in rig.out.getvalue()
     rig.terminal.press("n")
+    await asyncio.sleep(0)
+    rig.terminal.press(Key.ENTER)  # no words for the model: a plain no
     assert await asyncio.wait_for(asking, 1) == "no"
 
 
@@ -552,6 +554,8 @@ async def test_a_bidi_override_in_a_command_to_approve_is_neutralised(rig: Rig) 
     await asyncio.sleep(0)
     assert "\u202e" not in rig.out.getvalue() and "rm -rf ~" in rig.out.getvalue()
     rig.terminal.press("n")
+    await asyncio.sleep(0)
+    rig.terminal.press(Key.ENTER)  # no words for the model: a plain no
     assert await asyncio.wait_for(asking, 1) == "no"
 
 
