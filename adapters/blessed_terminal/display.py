@@ -332,8 +332,11 @@ class TurnView:
     def _tool_lines(self, event: ToolFinished) -> list[str]:
         s = self.styles
         tool = self.running.pop(event.call.id, None)
-        if event.agent or (event.call.name in QUIET_TOOLS and not event.is_error):
+        if event.call.name in QUIET_TOOLS and not event.is_error:
             return []
+        # A sub-agent's calls stay too, under its name: what its commands printed, what
+        # its writes changed.
+        tag = f"[{one_line(event.agent, 64)}] " if event.agent else ""
         summary = tool.summary if tool is not None else event.call.arguments
         paint = {ToolMark.FAILED: s.red, ToolMark.STOPPED: s.yellow, ToolMark.DONE: s.green}
         mark = paint[event.mark](event.mark.value)
@@ -345,9 +348,10 @@ class TurnView:
         shown_status = s.dim("· ") + s.red(status) if event.is_error else s.dim("· " + status)
         summary = one_line(summary, 200)
         if self.width:  # the command gives way, so that how it ended stays on its row
-            room = self.width - 1 - cell_width(f"✓ {name}  · {status}")
+            room = self.width - 1 - cell_width(f"✓ {tag}{name}  · {status}")
             summary = fit(summary, max(10, room))
-        line = f"{mark} {s.bold(name)} {summary} {shown_status}"
+        shown_tag = s.magenta(tag) if tag else ""
+        line = f"{mark} {shown_tag}{s.bold(name)} {summary} {shown_status}"
         output = self.output_lines(event.preview)
         if event.diff in self.approved_diffs:  # it is on the screen, with the question
             self.approved_diffs.discard(event.diff)

@@ -131,7 +131,7 @@ class Prompts:
                 if reason is None:
                     return None
                 answer = Declined(reason) if reason else "no"
-            if request.diff and answer in ("yes", "always") and not request.agent:
+            if request.diff and answer in ("yes", "always"):
                 # The call's result keeps the diff bounded: that is what it will carry.
                 self.view.approved_diffs.add(bounded_diff(request.diff))
             said = f"no: {one_line(answer.reason, 400)}" if isinstance(answer, Declined) else answer

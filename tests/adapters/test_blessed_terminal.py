@@ -284,16 +284,24 @@ def test_a_continuation_is_shown_as_it_happens_without_breaking_the_answer(rig: 
     ]
 
 
-def test_sub_agent_progress_is_shown_and_its_tools_only_while_they_run(rig: Rig) -> None:
+def test_sub_agent_progress_is_shown_and_its_commands_kept_under_its_name(rig: Rig) -> None:
     rig.start()
     rig.terminal.show(SubAgentStarted("agent-1", "survey sizes", 30, 600))
     rig.terminal.show(ToolStarted(SLEEP, "sleep 30", agent="agent-1"))
     assert any(line.endswith("[agent-1] bash sleep 30 · 0.0 s") for line in rig.lines)
     rig.terminal.show(SubAgentProgress("agent-1", "running bash: sleep 30", 2, Usage(10, 5), 30.0))
+    rig.terminal.show(ToolStarted(BASH, "ls -la", agent="agent-1"))
+    preview = "total 8\nREADME.md"
+    rig.terminal.show(ToolFinished(BASH, "exit 0", False, 0.2, agent="agent-1", preview=preview))
     rig.terminal.show(ToolFinished(SLEEP, "signal 9", True, 1.0, agent="agent-1"))
-    assert rig.lines[1] == "[agent-1] started: survey sizes (reports every 30 s, deadline 600 s)"
-    assert "[agent-1] running bash: sleep 30 · 2 requests · 15 tokens · 30.0 s" in rig.lines
-    assert not any("[agent-1] bash" in line for line in rig.lines)
+    lines = rig.lines
+    assert lines[1] == "[agent-1] started: survey sizes (reports every 30 s, deadline 600 s)"
+    assert "[agent-1] running bash: sleep 30 · 2 requests · 15 tokens · 30.0 s" in lines
+    listed = lines.index("✓ [agent-1] bash ls -la · exit 0")
+    assert lines[listed + 1 : listed + 3] == ["  │ total 8", "  │ README.md"]
+    assert lines[listed + 3] == "✗ [agent-1] bash sleep 30 · signal 9 · 1.0 s"
+    assert not any("bash sleep 30 · 0.0 s" in line for line in lines)  # no longer running
+    assert rig.term.magenta("[agent-1] ") in rig.out.getvalue()
 
 
 def test_the_turn_ends_with_its_totals_and_outcome_line(rig: Rig) -> None:
