@@ -20,6 +20,7 @@ from collections.abc import Callable
 from typing import TextIO
 
 from treadle.adapters.serialize import event_to_record
+from treadle.adapters.word_wrap import WordWrap
 from treadle.domain.rules.context_window import is_learned
 from treadle.domain.values.conversation import Usage
 from treadle.domain.values.events import (
@@ -203,6 +204,25 @@ def describe_event(event: TurnEvent) -> list[str]:
     return []
 
 
+def terminal_columns(out: TextIO | None) -> Callable[[], int] | None:
+    """How wide ``out`` is, asked anew at each call, when it is a terminal; None for a
+    pipe, a file or a closed stream (their text is not wrapped)."""
+    try:
+        fd = out.fileno() if out is not None else -1
+    except (OSError, ValueError, AttributeError):
+        return None
+    if fd < 0 or not os.isatty(fd):
+        return None
+
+    def columns() -> int:
+        try:
+            return os.get_terminal_size(fd).columns or 80
+        except OSError:
+            return 80
+
+    return columns
+
+
 class PlainTerminal:
     """Plain lines with no escape codes; nobody is there to answer a question.
 
@@ -211,9 +231,17 @@ class PlainTerminal:
     """
 
     def __init__(
-        self, out: TextIO | None = None, resume_hint: str = "", *, verbose: bool = False
+        self,
+        out: TextIO | None = None,
+        resume_hint: str = "",
+        *,
+        verbose: bool = False,
+        width: Callable[[], int] | None = None,
     ) -> None:
         self._out = out or sys.stdout
+        # On a terminal (``width`` given), the answer is word-wrapped to it; into a pipe
+        # or a file it goes unchanged.
+        self._wrap = WordWrap(width) if width is not None else None
         self._mid_line = False
         self._held: list[str] = []
         self.verbose = verbose
@@ -234,8 +262,12 @@ class PlainTerminal:
         if isinstance(event, AnswerDelta):
             if not event.agent and event.text:
                 text = printable(event.text)
-                self._write(text)
-                self._mid_line = not text.endswith("\n") if text else self._mid_line
+                if self._wrap is not None:
+                    self._write(self._wrap.feed(text))
+                    self._mid_line = self._wrap.mid_line
+                else:
+                    self._write(text)
+                    self._mid_line = not text.endswith("\n") if text else self._mid_line
             return
         lines = describe_event(event)
         if not lines:
@@ -246,6 +278,9 @@ class PlainTerminal:
             # The answer goes on where it stopped: the note waits for the answer's end.
             self._held.extend(lines)
             return
+        if self._wrap is not None and self._mid_line:
+            self._write(self._wrap.flush())
+            self._wrap.feed("\n")  # the lines below start a row of their own
         lines, self._held = self._held + lines, []
         held, self._held_thought = "".join(self._held_thought), []
         thought = "thinking: " + held.lstrip() + "\n" if held else ""

@@ -481,6 +481,11 @@ class SessionLog:
             self.transcript.record(MessageAdded(message))
         return rebuild_history(events)
 
+    def recorded(self) -> list[TurnEvent]:
+        """The events the session held when :meth:`conversation_so_far` read them (none
+        for a new session)."""
+        return list(self._recorded)
+
     def context_so_far(self, history: History) -> tuple[ContextState, ContextWindow | None]:
         """What the accounting of the conversation :meth:`conversation_so_far` rebuilt
         knew, and the window the session last kept to."""

@@ -250,7 +250,7 @@ class TreadleAgent:
             await end_session(container)
             raise RequestError.internal_error({"reason": "stopped while starting"})
         collect_from_now_on()
-        container.leave_now().agent = agent
+        container.leave_now().record = agent.abandon_turn
         session = AcpSession(session_id, container, agent, terminal)
         self.sessions[session_id] = session
         log.info(

@@ -21,6 +21,7 @@ from treadle import __version__
 from treadle.domain.loop.stop import StopSignal
 from treadle.domain.loop.turn import Agent
 from treadle.domain.rules.interrupts import CtrlC
+from treadle.domain.rules.resumed_view import resumed_view
 from treadle.domain.rules.slash_commands import (
     BUILT_IN,
     LEAVE,
@@ -194,6 +195,10 @@ async def _session(
         # Keys first, then the greeting that invites them: a key typed the moment it shows
         # (a Ctrl-C right behind an Enter) is read by treadle, not taken by the terminal.
         terminal.open_session()
+        log = container.transcript()
+        recorded = log.recorded() if log is not None else []
+        if recorded:  # --resume: where the conversation was, before the prompt
+            terminal.show_resumed(session_id, resumed_view(recorded))
         terminal.note(greeting)
         commands = change_commands(app, terminal)
         return await run_interactive(agent, terminal, interrupts, commands)

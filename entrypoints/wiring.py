@@ -8,13 +8,14 @@ adapters it uses (no MCP client without servers, no batch engine outside a batch
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
 from treadle.adapters.instructions import ProjectInstructions, read_instructions
 from treadle.adapters.jsonl_transcript import JsonlTranscript, refuse_unless_a_file
-from treadle.adapters.plain_terminal import JsonLinesTerminal, PlainTerminal
+from treadle.adapters.plain_terminal import JsonLinesTerminal, PlainTerminal, terminal_columns
 from treadle.adapters.redact import Redactor
 from treadle.adapters.session_log import LOG_FILE, session_log
 from treadle.adapters.sessions import (
@@ -217,7 +218,9 @@ def build_terminal(
         return BlessedTerminal(
             resume_hint=resume_hint, leave_now=leave_now, verbose=verbose, ctrl_c=ctrl_c
         )
-    return PlainTerminal(resume_hint=resume_hint, verbose=verbose)
+    # On a terminal, --print wraps the answer to its width; a pipe or a file gets it as is.
+    width = terminal_columns(sys.stdout)
+    return PlainTerminal(resume_hint=resume_hint, verbose=verbose, width=width)
 
 
 def build_redactor(app: AppConfig) -> Redactor:

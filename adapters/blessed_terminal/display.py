@@ -16,6 +16,7 @@ from typing import Any
 from treadle.adapters.blessed_terminal.screen import cell_width, fit, fit_tail
 from treadle.adapters.plain_terminal import cost_text, describe_event, shown_task, token_counts
 from treadle.domain.rules.output_preview import LIVE_LINES
+from treadle.domain.rules.resumed_view import ResumedView
 from treadle.domain.values.conversation import Usage
 from treadle.domain.values.events import (
     AnswerDelta,
@@ -331,8 +332,11 @@ class TurnView:
     def _tool_lines(self, event: ToolFinished) -> list[str]:
         s = self.styles
         tool = self.running.pop(event.call.id, None)
-        if event.agent or (event.call.name in QUIET_TOOLS and not event.is_error):
+        if event.call.name in QUIET_TOOLS and not event.is_error:
             return []
+        # A sub-agent's calls stay too, under its name: what its commands printed, what
+        # its writes changed.
+        tag = f"[{one_line(event.agent, 64)}] " if event.agent else ""
         summary = tool.summary if tool is not None else event.call.arguments
         paint = {ToolMark.FAILED: s.red, ToolMark.STOPPED: s.yellow, ToolMark.DONE: s.green}
         mark = paint[event.mark](event.mark.value)
@@ -344,9 +348,10 @@ class TurnView:
         shown_status = s.dim("· ") + s.red(status) if event.is_error else s.dim("· " + status)
         summary = one_line(summary, 200)
         if self.width:  # the command gives way, so that how it ended stays on its row
-            room = self.width - 1 - cell_width(f"✓ {name}  · {status}")
+            room = self.width - 1 - cell_width(f"✓ {tag}{name}  · {status}")
             summary = fit(summary, max(10, room))
-        line = f"{mark} {s.bold(name)} {summary} {shown_status}"
+        shown_tag = s.magenta(tag) if tag else ""
+        line = f"{mark} {shown_tag}{s.bold(name)} {summary} {shown_status}"
         output = self.output_lines(event.preview)
         if event.diff in self.approved_diffs:  # it is on the screen, with the question
             self.approved_diffs.discard(event.diff)
@@ -466,3 +471,24 @@ def status_line(activity: str, counts: Sequence[str], elapsed: str, width: int) 
         if width > 20
         else fit(activity, width)
     )
+
+
+def resumed_lines(session_id: str, view: ResumedView, styles: Styles, width: int) -> list[str]:
+    """A resumed session's opening: ``resumed <id>``, its task, the exchanges the view
+    keeps (what the person said after ``›``, answers and calls indented, how each
+    turn ended dimmed), each one row cut to ``width``."""
+    s = styles
+    rows = [s.bold(fit(f"resumed {printable(session_id)}", width))]
+    if view.task:
+        rows.append(s.bold("Task: ") + fit(view.task, max(1, width - 6)))
+    for line in view.lines:
+        match line.kind:
+            case "said":
+                rows.append(s.bold(s.cyan("› ")) + fit(line.text, max(1, width - 2)))
+            case "answer":
+                rows.append("  " + fit(line.text, max(1, width - 2)))
+            case "call":
+                rows.append(s.dim("  ▸ " + fit(line.text, max(1, width - 4))))
+            case "ended" | "folded":
+                rows.append(s.dim("  " + fit(line.text, max(1, width - 2))))
+    return rows

@@ -25,7 +25,7 @@ from treadle.adapters.blessed_terminal.screen import (
 )
 from treadle.domain.rules.diffs import bounded_diff
 from treadle.domain.values.text import one_line, printable
-from treadle.domain.values.tools import ApprovalAnswer, ApprovalRequest
+from treadle.domain.values.tools import ApprovalAnswer, ApprovalRequest, Declined
 
 QUIT = "<quit>"
 APPROVAL_KEYS: dict[str, ApprovalAnswer] = {"y": "yes", "n": "no", "a": "always"}
@@ -94,7 +94,8 @@ class Prompts:
 
     ``row`` is the prompt's row and its cursor column while one is read, for the
     terminal to draw under its live rows. ``reading`` says what is read: ``"task"``,
-    ``"answer"`` (a question or an approval) or None; ``typed`` is the line typed so far.
+    ``"answer"`` (a question or an approval), ``"aside"`` (the words of a no) or None;
+    ``typed`` is the line typed so far.
     """
 
     def __init__(
@@ -112,6 +113,7 @@ class Prompts:
         self._keys_loop: asyncio.AbstractEventLoop | None = None
         self._reading = False
         self._line: _Line | None = None  # the line being read, until it ends
+        self._aside = False  # the line is the words of a no, inside an approval
         self._asking: asyncio.Lock | None = None
         self.submitted = ""
         self._task_editor = LineEditor()
@@ -119,9 +121,11 @@ class Prompts:
         self._expand_after_question = False
 
     @property
-    def reading(self) -> Literal["task", "answer"] | None:
+    def reading(self) -> Literal["task", "answer", "aside"] | None:
         if not self._reading:
             return None
+        if self._aside:
+            return "aside"
         return "answer" if self._questions else "task"
 
     @property
@@ -188,10 +192,16 @@ class Prompts:
             if choice is None:
                 return None
             answer: ApprovalAnswer = choice
-            if request.diff and answer != "no" and not request.agent:
+            if answer == "no":
+                reason = await self._read_reason()
+                if reason is None:
+                    return None
+                answer = Declined(reason) if reason else "no"
+            if request.diff and answer in ("yes", "always"):
                 # The call's result keeps the diff bounded: that is what it will carry.
                 self.view.approved_diffs.add(bounded_diff(request.diff))
-            self.screen.write_lines([s.dim(f"  → {answer}")])
+            said = f"no: {one_line(answer.reason, 400)}" if isinstance(answer, Declined) else answer
+            self.screen.write_lines([s.dim(f"  → {said}")])
             self.live.redraw()
             return answer
 
@@ -243,6 +253,20 @@ class Prompts:
                 if view and key.lower() == VIEW_ALL:
                     return VIEW_ALL
 
+    async def _read_reason(self) -> str | None:
+        """After a no, the person's words for the model: what to do instead. Enter
+        alone and Esc give none (a plain no); Ctrl-C stops the turn as at the choice."""
+        wide = self.screen.width >= 60
+        label = "tell it what to do instead (Enter: just no) › " if wide else "instead › "
+        self._aside = True
+        try:
+            ending, text = await self._read_line(self.styles.yellow(label), LineEditor())
+        finally:
+            self._aside = False
+        if ending == "eof":  # the prompt was ended (a signal, Ctrl-D): no answer
+            return None
+        return text.strip() if ending == "submit" else ""
+
     async def _read_line(
         self, label: str, editor: LineEditor, *, clear_on_cancel: bool = False
     ) -> tuple[Ending, str]:
@@ -260,12 +284,17 @@ class Prompts:
             if self._line is line:
                 self._show(line)
             ending, text = await line.ended
-            if ending == "submit":
+            if ending == "submit" and not self._aside:  # the answer's line says the words
                 self.screen.write_lines([label + printable(text)])
             return ending, text
 
     def _press(self, line: _Line, key: str) -> None:
-        ending = "eof" if key == QUIT else line.editor.press(key)
+        if key == QUIT:
+            ending: Ending | None = "eof"
+        elif key == Key.ESC and self._aside:  # the words of a no are taken back
+            ending = "cancel"
+        else:
+            ending = line.editor.press(key)
         if ending == "cancel" and line.clear_on_cancel:
             cleared = line.editor.text
             line.editor.press(Key.ESC)

@@ -27,7 +27,7 @@ import time
 from collections.abc import Callable
 from typing import Any, assert_never
 
-from treadle.adapters.blessed_terminal.display import Styles, TurnView, diff_lines
+from treadle.adapters.blessed_terminal.display import Styles, TurnView, diff_lines, resumed_lines
 from treadle.adapters.blessed_terminal.keyboard import Keyboard
 from treadle.adapters.blessed_terminal.markdown import (
     AnswerRenderer,
@@ -44,6 +44,7 @@ from treadle.adapters.leave_now import LeaveNow
 from treadle.domain.rules import keys
 from treadle.domain.rules.interrupts import CtrlC
 from treadle.domain.rules.keys import Mode, route
+from treadle.domain.rules.resumed_view import ResumedView
 from treadle.domain.values.events import (
     AnswerDelta,
     CompactionStarted,
@@ -290,6 +291,11 @@ class BlessedTerminal:
         """End the prompt being read as if the person left (a signal asked to quit)."""
         self.prompts.stop_prompt()
 
+    def show_resumed(self, session_id: str, view: ResumedView) -> None:
+        """A resumed session's opening: its id, its task and its last exchanges."""
+        self.screen.write_lines(resumed_lines(session_id, view, self.styles, self.screen.width))
+        self.redraw()
+
     def open_session(self) -> None:
         """Keep reading keys between turns too, until :meth:`close` (an interactive session).
 
@@ -340,6 +346,8 @@ class BlessedTerminal:
         reading = self.prompts.reading
         if reading == "answer":
             return Mode.QUESTION
+        if reading == "aside":
+            return Mode.ASIDE
         if reading == "task":
             return Mode.PROMPT if self.prompts.typed else Mode.EMPTY_PROMPT
         return Mode.TURN if self._interrupt is not None else Mode.BETWEEN

@@ -21,7 +21,7 @@ from treadle.domain.loop.response import Answer, Responder
 from treadle.domain.loop.settings import TurnSettings
 from treadle.domain.loop.stop import STOPPED, StoppedFirst, StopSignal
 from treadle.domain.loop.subagent import AgentTool
-from treadle.domain.rules.approval import Ask, Deny, decide_approval
+from treadle.domain.rules.approval import Ask, Deny, decide_approval, declined_text
 from treadle.domain.rules.arguments import arguments_object, parse_arguments
 from treadle.domain.rules.context_window import ContextState
 from treadle.domain.rules.history import INTERRUPTED_RESULT, History, close_unanswered
@@ -52,6 +52,7 @@ from treadle.domain.values.outcome import (
 from treadle.domain.values.text import well_formed
 from treadle.domain.values.tools import (
     ApprovalRequest,
+    Declined,
     EndTurn,
     ToolEnding,
     ToolLimits,
@@ -406,8 +407,8 @@ class Agent:
                 blocked = ToolEnding.BLOCKED
                 self.emit(ToolFinished(call, "blocked", True, 0.0, self.name, ending=blocked))
                 return EndTurn(NeedsApproval(needed), f"Not run: {needed}.")
-            if reply == "no":
-                return self._refuse(call, "the user declined this call", summary)
+            if reply == "no" or isinstance(reply, Declined):
+                return self._refuse(call, declined_text(reply), summary)
             if reply == "always":
                 self._allowed.add(decision.prefix)
         return await self._execute(tool, call, arguments, summary, stop)

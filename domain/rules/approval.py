@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from treadle.domain.rules.command_hazards import command_hazard
-from treadle.domain.values.tools import Access
+from treadle.domain.values.tools import Access, ApprovalAnswer, Declined
 
 ApprovalPolicy = Literal["ask", "auto", "read-only"]
 POLICIES: tuple[ApprovalPolicy, ...] = ("ask", "auto", "read-only")
@@ -170,3 +170,22 @@ def decide_approval(
     if tool and tool in allowed:
         return Allow()
     return Ask(tool)
+
+
+REASON_CHARACTERS = 4_000
+"""The most of a person's words sent with a refusal: a line, not a pasted file."""
+
+
+def declined_text(answer: ApprovalAnswer) -> str:
+    """Why a call was not run, as the model reads it: that the user said no, and their
+    words when they gave some (what to do instead reads best as theirs, quoted).
+
+    Example: ``declined_text(Declined("use make test"))`` is ``'the user declined this
+    call and said: "use make test"'``.
+    """
+    reason = answer.reason.strip() if isinstance(answer, Declined) else ""
+    if not reason:
+        return "the user declined this call"
+    if len(reason) > REASON_CHARACTERS:
+        reason = reason[:REASON_CHARACTERS] + "…"
+    return f'the user declined this call and said: "{reason}"'

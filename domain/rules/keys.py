@@ -43,6 +43,7 @@ class Mode(Enum):
     PROMPT = "the task prompt is read, with a line typed on it"
     TURN = "a turn runs, and no prompt is read"
     QUESTION = "a question or an approval waits for its answer (in a turn)"
+    ASIDE = "the words of a no are typed, inside an approval (Esc takes them back)"
     BETWEEN = "no turn runs and no prompt is read (a command such as /diff runs)"
 
 
@@ -85,8 +86,8 @@ class Ignore:
 
 Action = Deliver | Queue | Stop | LeaveNow | Expand | Ignore
 
-_PROMPTS = (Mode.EMPTY_PROMPT, Mode.PROMPT, Mode.QUESTION)
-_STOPPABLE = (Mode.TURN, Mode.QUESTION)
+_PROMPTS = (Mode.EMPTY_PROMPT, Mode.PROMPT, Mode.QUESTION, Mode.ASIDE)
+_STOPPABLE = (Mode.TURN, Mode.QUESTION, Mode.ASIDE)
 
 
 def route(
@@ -97,11 +98,13 @@ def route(
     if key == CTRL_C:
         return _ctrl_c(mode, key, last_ctrl_c, now)
     if key == ESC:
+        if mode is Mode.ASIDE:  # the line's own: a plain no, the turn goes on
+            return last_ctrl_c, Deliver(key)
         if mode in _STOPPABLE:
             return last_ctrl_c, Stop()
         return last_ctrl_c, Deliver(key) if mode in _PROMPTS else Ignore()
     if key == CTRL_O:  # at any moment, but never inside a question
-        return last_ctrl_c, Expand(after_answer=mode is Mode.QUESTION)
+        return last_ctrl_c, Expand(after_answer=mode in (Mode.QUESTION, Mode.ASIDE))
     return last_ctrl_c, Deliver(key) if mode in _PROMPTS else Queue(key)
 
 

@@ -89,7 +89,15 @@ class EndTurn:
 ToolOutcome = ToolResult | EndTurn
 
 
-ApprovalAnswer = Literal["yes", "no", "always"]
+@dataclass(frozen=True, slots=True)
+class Declined:
+    """A no with the person's words: why, or what to do instead. They go to the model
+    with the refusal (a plain ``"no"`` is a no without words)."""
+
+    reason: str
+
+
+ApprovalAnswer = Literal["yes", "no", "always"] | Declined
 
 
 @dataclass(frozen=True, slots=True)

@@ -33,7 +33,7 @@ from treadle.domain.values.events import (
     UsageUpdated,
 )
 from treadle.domain.values.outcome import FailureKind, OutcomeKind, TurnOutcome
-from treadle.domain.values.tools import ApprovalRequest
+from treadle.domain.values.tools import ApprovalRequest, Declined
 
 WIDTH, HEIGHT = 100, 20
 BASH = ToolCall("call_1", "bash", json.dumps({"command": "ls -la"}))
@@ -284,16 +284,24 @@ def test_a_continuation_is_shown_as_it_happens_without_breaking_the_answer(rig: 
     ]
 
 
-def test_sub_agent_progress_is_shown_and_its_tools_only_while_they_run(rig: Rig) -> None:
+def test_sub_agent_progress_is_shown_and_its_commands_kept_under_its_name(rig: Rig) -> None:
     rig.start()
     rig.terminal.show(SubAgentStarted("agent-1", "survey sizes", 30, 600))
     rig.terminal.show(ToolStarted(SLEEP, "sleep 30", agent="agent-1"))
     assert any(line.endswith("[agent-1] bash sleep 30 · 0.0 s") for line in rig.lines)
     rig.terminal.show(SubAgentProgress("agent-1", "running bash: sleep 30", 2, Usage(10, 5), 30.0))
+    rig.terminal.show(ToolStarted(BASH, "ls -la", agent="agent-1"))
+    preview = "total 8\nREADME.md"
+    rig.terminal.show(ToolFinished(BASH, "exit 0", False, 0.2, agent="agent-1", preview=preview))
     rig.terminal.show(ToolFinished(SLEEP, "signal 9", True, 1.0, agent="agent-1"))
-    assert rig.lines[1] == "[agent-1] started: survey sizes (reports every 30 s, deadline 600 s)"
-    assert "[agent-1] running bash: sleep 30 · 2 requests · 15 tokens · 30.0 s" in rig.lines
-    assert not any("[agent-1] bash" in line for line in rig.lines)
+    lines = rig.lines
+    assert lines[1] == "[agent-1] started: survey sizes (reports every 30 s, deadline 600 s)"
+    assert "[agent-1] running bash: sleep 30 · 2 requests · 15 tokens · 30.0 s" in lines
+    listed = lines.index("✓ [agent-1] bash ls -la · exit 0")
+    assert lines[listed + 1 : listed + 3] == ["  │ total 8", "  │ README.md"]
+    assert lines[listed + 3] == "✗ [agent-1] bash sleep 30 · signal 9 · 1.0 s"
+    assert not any("bash sleep 30 · 0.0 s" in line for line in lines)  # no longer running
+    assert rig.term.magenta("[agent-1] ") in rig.out.getvalue()
 
 
 def test_the_turn_ends_with_its_totals_and_outcome_line(rig: Rig) -> None:
@@ -469,6 +477,33 @@ async def test_an_approval_is_answered_with_one_key(rig: Rig) -> None:
     assert "  → always" in rig.lines
 
 
+@pytest.mark.parametrize(
+    ("keys", "answer", "said"),
+    [
+        (["n", *"use make test", Key.ENTER], Declined("use make test"), "  → no: use make test"),
+        (["n", " ", Key.ENTER], "no", "  → no"),
+        (["n", *"rm", Key.ESC], "no", "  → no"),
+    ],
+    ids=["words", "enter-alone", "esc"],
+)
+async def test_a_no_may_carry_the_persons_words_and_esc_there_is_a_plain_no(
+    rig: Rig, keys: list[str], answer: object, said: str
+) -> None:
+    rig.terminal.can_answer = True
+    rig.start()
+    asking = asyncio.create_task(rig.terminal.ask_approval(ApprovalRequest("bash", "ls", "ls")))
+    await asyncio.sleep(0)
+    rig.terminal.press(keys[0])
+    await asyncio.sleep(0)
+    assert rig.screen().cursor_row.startswith("tell it what to do instead (Enter: just no) ›")
+    for key in keys[1:]:
+        rig.terminal.press(key)
+    assert await asyncio.wait_for(asking, 1) == answer
+    assert rig.lines.count(said) == 1
+    assert not any(line.startswith("tell it what to do") for line in rig.lines)
+    assert rig.interrupts == 0  # Esc there takes back the words, not the turn
+
+
 async def test_while_an_approval_waits_the_status_says_so_and_then_goes_back(rig: Rig) -> None:
     rig.terminal.can_answer = True
     rig.start()
@@ -514,6 +549,8 @@ async def test_a_long_command_to_approve_shows_both_ends_and_all_of_it_on_a_key(
     await asyncio.sleep(0)
     assert "echo step 250" in rig.out.getvalue()
     rig.terminal.press("n")
+    await asyncio.sleep(0)
+    rig.terminal.press(Key.ENTER)  # no words for the model: a plain no
     assert await asyncio.wait_for(asking, 1) == "no"
 
 
@@ -525,6 +562,8 @@ async def test_a_bidi_override_in_a_command_to_approve_is_neutralised(rig: Rig) 
     await asyncio.sleep(0)
     assert "\u202e" not in rig.out.getvalue() and "rm -rf ~" in rig.out.getvalue()
     rig.terminal.press("n")
+    await asyncio.sleep(0)
+    rig.terminal.press(Key.ENTER)  # no words for the model: a plain no
     assert await asyncio.wait_for(asking, 1) == "no"
 
 
@@ -661,4 +700,6 @@ async def test_an_approval_says_why_an_allowed_prefix_did_not_cover_it(rig: Rig)
     assert f"  {why}" in rig.lines
     assert rig.screen().cursor_row.startswith("[y]es · [n]o ›")
     rig.terminal.press("n")
+    await asyncio.sleep(0)
+    rig.terminal.press(Key.ENTER)  # no words for the model: a plain no
     assert await asyncio.wait_for(asking, 1) == "no"

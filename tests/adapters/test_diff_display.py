@@ -12,6 +12,7 @@ import pytest
 
 from tests.adapters.test_blessed_terminal import Rig
 from treadle.adapters.blessed_terminal.display import Styles, diff_lines
+from treadle.adapters.blessed_terminal.line_editor import Key
 from treadle.adapters.plain_terminal import PlainTerminal
 from treadle.domain.rules.diffs import unified_diff
 from treadle.domain.values.conversation import ToolCall
@@ -95,6 +96,8 @@ async def test_a_long_diff_to_approve_is_folded_saying_so_and_v_shows_all_of_it(
     await asyncio.sleep(0)
     assert "+line 150" in rig.out.getvalue()
     rig.terminal.press("n")
+    await asyncio.sleep(0)
+    rig.terminal.press(Key.ENTER)  # no words for the model: a plain no
     assert await asyncio.wait_for(asking, 1) == "no"
 
 

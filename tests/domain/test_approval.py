@@ -7,8 +7,16 @@ import pytest
 from treadle.adapters.fakes import FakeProcess, RecordingTerminal
 from treadle.adapters.fakes import ScriptedResponse as R
 from treadle.domain.loop.settings import TurnSettings
-from treadle.domain.rules.approval import Allow, Ask, Deny, command_prefix, decide_approval
+from treadle.domain.rules.approval import (
+    Allow,
+    Ask,
+    Deny,
+    command_prefix,
+    decide_approval,
+    declined_text,
+)
 from treadle.domain.values.outcome import OutcomeKind
+from treadle.domain.values.tools import Declined
 
 
 @pytest.mark.parametrize(
@@ -86,6 +94,34 @@ async def test_a_no_goes_back_to_the_model_as_the_tools_result(rig):
     assert outcome.kind is OutcomeKind.FINISHED
     assert "declined" in r.model.requests[1].messages[-1].text
     assert r.runner.specs == []
+
+
+async def test_a_no_with_words_sends_them_to_the_model_with_the_refusal(rig):
+    r = rig(
+        [R.calling("bash", command="make deploy"), R.saying("running the tests instead")],
+        settings=TurnSettings(approval="ask"),
+        terminal=RecordingTerminal(approvals=[Declined("run make test first")]),
+    )
+    outcome = await r.agent.run_turn("x")
+    assert outcome.kind is OutcomeKind.FINISHED
+    result = r.model.requests[1].messages[-1]
+    assert result.role == "tool" and result.is_error
+    assert result.text == 'Error: the user declined this call and said: "run make test first"'
+    assert r.runner.specs == []
+
+
+@pytest.mark.parametrize(
+    ("answer", "text"),
+    [
+        ("no", "the user declined this call"),
+        (Declined("  "), "the user declined this call"),
+        (Declined(" use rg \n"), 'the user declined this call and said: "use rg"'),
+        (Declined("x" * 5000), f'the user declined this call and said: "{"x" * 4000}…"'),
+    ],
+    ids=["plain", "blank", "trimmed", "bounded"],
+)
+def test_the_refusal_gives_the_persons_words_trimmed_and_bounded(answer, text):
+    assert declined_text(answer) == text
 
 
 async def test_always_allows_the_same_prefix_for_the_rest_of_the_session(rig):

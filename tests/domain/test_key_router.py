@@ -144,3 +144,17 @@ def test_the_router_spells_its_keys_as_the_line_editor_does() -> None:
     from treadle.adapters.blessed_terminal.line_editor import Key
 
     assert (Key.ESC, Key.CTRL_C, Key.CTRL_O) == (ESC, CTRL_C, CTRL_O)
+
+
+# The words of a no, typed inside an approval -------------------------------------
+
+
+@pytest.mark.parametrize("key", ["a", ENTER, ESC, "<up>"])
+def test_the_words_of_a_no_take_every_key_esc_included(key: str) -> None:
+    assert route(Mode.ASIDE, key, None, 50.0) == (None, Deliver(key))
+
+
+def test_a_ctrl_c_while_the_words_of_a_no_are_typed_stops_as_in_the_question() -> None:
+    assert route(Mode.ASIDE, CTRL_C, None, 50.0) == (50.0, Stop())
+    assert route(Mode.ASIDE, CTRL_C, 50.0, 50.5) == (None, LeaveNow())
+    assert route(Mode.ASIDE, CTRL_O, None, 50.0) == (None, Expand(after_answer=True))

@@ -4,6 +4,7 @@ kept in the transcript on the screen."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -60,3 +61,34 @@ def test_a_commands_output_shows_live_and_stays_as_a_preview(tmp_path: Path) -> 
         *(f"  │ {n}" for n in range(26, 31)),
     ]
     assert not any(row.startswith("  │ ") for row in shown[finished + 12 :])
+
+
+def test_a_sub_agents_command_stays_as_a_preview_under_its_name(tmp_path: Path) -> None:
+    script = tmp_path / "script.json"
+    command = "seq 1 20"
+    script.write_text(
+        json.dumps(
+            {
+                "responses": [
+                    {"tool_calls": [{"name": "agent", "arguments": {"task": "count to 20"}}]},
+                    {"text": "It counted."},
+                ],
+                "agents": {
+                    "count to 20": [
+                        {"tool_calls": [{"name": "bash", "arguments": {"command": command}}]},
+                        {"text": "Counted to 20."},
+                    ]
+                },
+            }
+        )
+    )
+    args = ["--model", f"script:{script}", "--approval", "auto", "count"]
+    shown = EmulatedTerminal(tmp_path, args, columns=60, rows=40).finish()
+    assert any("Turn finished" in row for row in shown)
+    finished = next(i for i, row in enumerate(shown) if row.startswith("✓ [agent-1] bash seq"))
+    assert "exit 0" in shown[finished]
+    assert shown[finished + 1 : finished + 12] == [
+        *(f"  │ {n}" for n in range(1, 6)),
+        "  │ … 10 more lines",
+        *(f"  │ {n}" for n in range(16, 21)),
+    ]

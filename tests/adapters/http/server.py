@@ -31,8 +31,9 @@ import contextlib
 import json
 import socket
 import struct
+import threading
 from collections import deque
-from collections.abc import AsyncIterator, Callable, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from http import HTTPStatus
 from typing import Any, Literal
@@ -265,3 +266,21 @@ def _refusal(path: str, body: bytes) -> dict[str, Any] | None:
         return refusal(path, json.loads(body)) if body else None
     except ValueError:
         return None
+
+
+@contextlib.contextmanager
+def serving_in_a_thread(script: Iterable[Reply] = ()) -> Iterator[ScriptedServer]:
+    """A :class:`ScriptedServer` on an event loop of its own, in a thread: for a test
+    that drives another process with blocking calls (a pty) while the server answers.
+    Read ``requests`` once the process is done with the server."""
+    loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+    running = ScriptedServer.running(script)
+    try:
+        yield asyncio.run_coroutine_threadsafe(running.__aenter__(), loop).result(10)
+    finally:
+        asyncio.run_coroutine_threadsafe(running.__aexit__(None, None, None), loop).result(10)
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(10)
+        loop.close()
