@@ -33,6 +33,7 @@ from treadle.domain.values.outcome import NoModel, end_turn
 from treadle.entrypoints.changes import Report, session_commands
 from treadle.entrypoints.config import USAGE_ERROR, AppConfig
 from treadle.entrypoints.container import (
+    Container,
     ModelNotConfigured,
     collect_from_now_on,
     end_session,
@@ -44,6 +45,7 @@ from treadle.entrypoints.container import (
 from treadle.entrypoints.injector import providers
 from treadle.entrypoints.interrupts import SignalPolicy
 from treadle.entrypoints.paths import state_dir
+from treadle.entrypoints.workflows import skill_lines
 
 if TYPE_CHECKING:
     from treadle.adapters.blessed_terminal import BlessedTerminal
@@ -186,7 +188,10 @@ async def _session(
         # (a Ctrl-C right behind an Enter) is read by treadle, not taken by the terminal.
         terminal.open_session()
         terminal.note(greeting)
-        commands = change_commands(app, terminal)
+        commands = {
+            **change_commands(app, terminal),
+            **workflow_commands(container, agent, terminal),
+        }
         return await run_interactive(agent, terminal, interrupts, commands)
     finally:
         terminal.close()
@@ -205,3 +210,16 @@ def change_commands(
             terminal.report(list(report.lines), problem=not report.ok)
 
     return session_commands(str(state_dir()), os.path.realpath(app.workspace), show)
+
+
+def workflow_commands(
+    container: Container, agent: Agent, terminal: TaskPrompt
+) -> dict[str, Callable[[], Awaitable[None]]]:
+    """``/skills``: the skills found, as ``treadle context`` lists them (issue 23)."""
+    found = container.workflows()
+
+    async def skills() -> None:
+        window = agent.responder.context.window
+        terminal.report(skill_lines(found, window.tokens if window else None))
+
+    return {"/skills": skills}

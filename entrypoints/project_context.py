@@ -20,6 +20,7 @@ from treadle.entrypoints.config import AppConfig, flag_values, load_config
 from treadle.entrypoints.container import Container, end_session
 from treadle.entrypoints.injector import providers
 from treadle.entrypoints.paths import project_config_path, user_config_path
+from treadle.entrypoints.workflows import skill_lines
 
 DESCRIPTION_WIDTH = 72
 
@@ -87,6 +88,8 @@ def _approval(tool: McpTool) -> str:
 def show_context(args: argparse.Namespace, out: TextIO) -> int:
     app, container = _container(args)
     for line in context_lines(container.instructions(), app):
+        print(line, file=out)
+    for line in ["", *skill_lines(container.workflows(), app.context_window)]:
         print(line, file=out)
     return 0
 

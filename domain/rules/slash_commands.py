@@ -34,6 +34,7 @@ BUILT_IN: tuple[SlashCommand, ...] = (
     SlashCommand("/diff", "show what the last turn changed"),
     SlashCommand("/undo", "take the last turn's changes back"),
     SlashCommand("/redo", "bring back what /undo took"),
+    SlashCommand("/skills", "list the skills offered to the model, with their paths"),
     SlashCommand("/exit", "leave the session (also /quit or Ctrl-D)"),
 )
 LEAVE = frozenset({"/exit", "/quit"})
