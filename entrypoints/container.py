@@ -63,6 +63,8 @@ from treadle.entrypoints.wiring import (
     subagents_so_far,
 )
 from treadle.entrypoints.workflows import (
+    ModelMaker,
+    model_maker,
     offer_skills,
     read_workflows,
     with_skill_tool,
@@ -143,6 +145,9 @@ class Container(containers.DeclarativeContainer):
         open_mcp_servers, app, session_dir, redactor
     )
     workflows: providers.Provider[Workflows] = providers.Singleton(read_workflows, app)
+    models: providers.Provider[ModelMaker] = providers.Singleton(
+        model_maker, app, clock, session_id
+    )
     tools: providers.Provider[list[Tool]] = providers.Singleton(
         with_skill_tool, providers.Singleton(build_tools, mcp_servers), workflows
     )

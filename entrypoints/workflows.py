@@ -6,15 +6,22 @@ trust allows; the skills offered in the settings, the ``skill`` tool among the t
 from __future__ import annotations
 
 import os
-from dataclasses import replace
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 
 from treadle.domain.loop.settings import TurnSettings
-from treadle.domain.rules.workflows import apply_trust
+from treadle.domain.loop.stop import StopSignal
+from treadle.domain.loop.turn import Agent
+from treadle.domain.rules.workflows import apply_trust, expand, prompt_command
 from treadle.domain.values.events import Notice
+from treadle.domain.values.outcome import TurnOutcome
 from treadle.domain.values.workflows import Workflows
 from treadle.entrypoints.config import AppConfig
 from treadle.entrypoints.paths import config_dir
+from treadle.entrypoints.providers import ModelNotConfigured
 from treadle.entrypoints.trust import read_project_content, trust_state
+from treadle.ports.clock import Clock
+from treadle.ports.model import Model
 from treadle.ports.tools import Tool
 
 PROBLEMS_NAMED = 3
@@ -114,3 +121,71 @@ def skill_lines(found: Workflows, window: int | None = None) -> list[str]:
         f"  not read: {p.path}: {p.why}" for p in found.problems if p.path.endswith("SKILL.md")
     ]
     return lines
+
+
+@dataclass(frozen=True, slots=True)
+class CommandTurn:
+    """A turn a slash command asks for: its prompt, the model it runs on ("" : the
+    session's), and the notice that says which command it was."""
+
+    task: str
+    model: str
+    notice: Notice | None
+
+
+def command_turn(found: Workflows, name: str, arguments: str) -> CommandTurn | None:
+    """The turn ``/name arguments`` runs; None when no command or skill has the name."""
+    command = prompt_command(found, name.removeprefix("/"))
+    if command is None:
+        return None
+    on = f" on {command.model}" if command.model else ""
+    said = f"/{command.name} from {command.path}{on}"
+    return CommandTurn(expand(command.body, arguments), command.model, Notice("command_run", said))
+
+
+def unknown_command(found: Workflows, name: str) -> str:
+    """The line for ``--command`` naming nothing."""
+    names = [f"/{c.name}" for c in found.commands] + [f"/{s.name}" for s in found.skills]
+    known = ", ".join(names) if names else "none (.claude/commands, .treadle/commands, skills)"
+    return f"unknown command /{name.removeprefix('/')}; the commands are: {known}"
+
+
+ModelMaker = Callable[[str], Model]
+"""Builds the model a command or a named sub-agent asks for, by its name."""
+
+
+def model_maker(app: AppConfig, clock: Clock, session_id: str) -> ModelMaker:
+    """Another model of the session's configuration: the same server only for a model
+    of the same provider (another provider's has its own URL and key)."""
+    from treadle.entrypoints.providers import resolve
+    from treadle.entrypoints.wiring import build_model
+
+    def make(name: str) -> Model:
+        same = resolve(name)[0] is resolve(app.model)[0] if app.model else False
+        chosen = (
+            replace(app, model=name) if same else replace(app, model=name, base_url="", key_env="")
+        )
+        return build_model(chosen, clock, session_id)
+
+    return make
+
+
+async def run_command_turn(
+    agent: Agent, turn: CommandTurn, models: ModelMaker, stop: StopSignal | None = None
+) -> TurnOutcome:
+    """Run a command's turn, on its model when it names one (the session's after)."""
+    if turn.notice is not None:
+        agent.emit(turn.notice)
+    if not turn.model:
+        return await agent.run_turn(turn.task, stop)
+    try:
+        model = models(turn.model)
+    except ModelNotConfigured as error:
+        agent.emit(Notice("command_model", f"{error}; the session's model answers instead"))
+        return await agent.run_turn(turn.task, stop)
+    kept = agent.responder.model
+    agent.responder.model = model
+    try:
+        return await agent.run_turn(turn.task, stop)
+    finally:
+        agent.responder.model = kept
