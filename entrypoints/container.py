@@ -65,6 +65,7 @@ from treadle.entrypoints.wiring import (
 from treadle.entrypoints.workflows import (
     ModelMaker,
     model_maker,
+    models_by_name,
     offer_skills,
     read_workflows,
     with_skill_tool,
@@ -168,6 +169,7 @@ class Container(containers.DeclarativeContainer):
         transcript=transcript,
         turn_start=turn_start,
         server=server,
+        models=providers.Singleton(models_by_name, models),
     )
     agent: providers.Provider[Agent] = providers.Singleton(
         build_agent, ports, settings, tools, history, leave_now, resumed, subagents_started

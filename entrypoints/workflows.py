@@ -9,6 +9,8 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
+from returns.result import Failure, Result, Success
+
 from treadle.domain.loop.settings import TurnSettings
 from treadle.domain.loop.stop import StopSignal
 from treadle.domain.loop.turn import Agent
@@ -41,8 +43,11 @@ def read_workflows(app: AppConfig) -> Workflows:
 
 
 def offer_skills(settings: TurnSettings, found: Workflows) -> TurnSettings:
-    """The settings with the skills found offered in every request."""
-    return replace(settings, skills=found.skills) if found.skills else settings
+    """The settings with the skills found offered in every request, and the named
+    sub-agents in the ``agent`` tool."""
+    if not found.skills and not found.agents:
+        return settings
+    return replace(settings, skills=found.skills, agents=found.agents)
 
 
 def with_skill_tool(tools: list[Tool], found: Workflows) -> list[Tool]:
@@ -189,3 +194,34 @@ async def run_command_turn(
         return await agent.run_turn(turn.task, stop)
     finally:
         agent.responder.model = kept
+
+
+def models_by_name(make: ModelMaker) -> Callable[[str], Result[Model, str]]:
+    """:func:`model_maker` for the loop: a model, or the line saying why there is none."""
+
+    def build(name: str) -> Result[Model, str]:
+        try:
+            return Success(make(name))
+        except ModelNotConfigured as error:
+            return Failure(str(error))
+
+    return build
+
+
+def command_and_agent_lines(found: Workflows) -> list[str]:
+    """``treadle context``'s list of the slash commands and named sub-agents found."""
+    lines = [f"commands: {len(found.commands)}"]
+    for command in found.commands:
+        model = f"; model: {command.model}" if command.model else ""
+        lines.append(f"  /{command.name}  {command.path}  ({command.origin}{model})")
+    lines.append(f"agents: {len(found.agents)}")
+    for agent in found.agents:
+        tools = "all" if agent.tools is None else ", ".join(agent.tools) or "none"
+        model = f"; model: {agent.model}" if agent.model else ""
+        lines.append(f"  {agent.name}  {agent.path}  ({agent.origin}; tools: {tools}{model})")
+    if found.ignored:
+        lines.append(f"  ignored, as this folder is not trusted: {found.ignored}")
+    lines += [
+        f"  not read: {p.path}: {p.why}" for p in found.problems if not p.path.endswith("SKILL.md")
+    ]
+    return lines
