@@ -11,17 +11,21 @@ from dataclasses import dataclass, replace
 
 from returns.result import Failure, Result, Success
 
+from treadle.adapters.workflows.scan import scan_workflows
 from treadle.domain.loop.settings import TurnSettings
 from treadle.domain.loop.stop import StopSignal
 from treadle.domain.loop.turn import Agent
+from treadle.domain.rules.skills import ALLOWED_TOOLS_MEANING, ASSUMED_WINDOW
+from treadle.domain.rules.skills import offer_skills as offer
 from treadle.domain.rules.workflows import apply_trust, expand, prompt_command
 from treadle.domain.values.events import Notice
 from treadle.domain.values.outcome import TurnOutcome
 from treadle.domain.values.workflows import Workflows
 from treadle.entrypoints.config import AppConfig
 from treadle.entrypoints.paths import config_dir
-from treadle.entrypoints.providers import ModelNotConfigured
+from treadle.entrypoints.providers import ModelNotConfigured, resolve
 from treadle.entrypoints.trust import read_project_content, trust_state
+from treadle.entrypoints.wiring import build_model
 from treadle.ports.clock import Clock
 from treadle.ports.model import Model
 from treadle.ports.tools import Tool
@@ -31,8 +35,6 @@ PROBLEMS_NAMED = 3
 
 def read_workflows(app: AppConfig) -> Workflows:
     """What the session finds, the project's ``model`` fields kept only in a trusted folder."""
-    from treadle.adapters.workflows.scan import scan_workflows
-
     found = scan_workflows(
         app.workspace,
         config_folder=str(config_dir(os.environ)),
@@ -83,9 +85,6 @@ def workflow_notices(found: Workflows, workspace: str) -> list[Notice]:
 def skill_lines(found: Workflows, window: int | None = None) -> list[str]:
     """``treadle context``'s and ``/skills``' list: each skill with whose it is, its
     size and path, whether the cap leaves it out, and the files not taken."""
-    from treadle.domain.rules.skills import ALLOWED_TOOLS_MEANING, ASSUMED_WINDOW
-    from treadle.domain.rules.skills import offer_skills as offer
-
     if not found.skills:
         lines = [
             "No skills (SKILL.md in .agents/skills, .claude/skills, .treadle/skills, "
@@ -162,8 +161,6 @@ ModelMaker = Callable[[str], Model]
 def model_maker(app: AppConfig, clock: Clock, session_id: str) -> ModelMaker:
     """Another model of the session's configuration: the same server only for a model
     of the same provider (another provider's has its own URL and key)."""
-    from treadle.entrypoints.providers import resolve
-    from treadle.entrypoints.wiring import build_model
 
     def make(name: str) -> Model:
         same = resolve(name)[0] is resolve(app.model)[0] if app.model else False
