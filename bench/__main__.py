@@ -18,6 +18,7 @@ MODULES = (
     "bench_changes",
     "bench_batch",
     "bench_context",
+    "bench_workflows",
 )
 
 

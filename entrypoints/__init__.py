@@ -20,6 +20,9 @@ LAZY_IMPORTS: dict[tuple[str, str], str] = {
     ("session", "treadle.entrypoints.container"): "a broken configuration, a missing key or a "
     "busy session is said before the container and every adapter load",
     ("session", "treadle.entrypoints.interactive"): "blessed only for an interactive session",
+    ("session", "treadle.entrypoints.workflows"): "the same as the container: only for "
+    "--command, once the session has started",
+    ("workflows", "treadle.adapters.tools.skill"): "the skill tool only when there is a skill",
     ("interactive", "treadle.adapters.blessed_terminal"): "the same",
     ("changes", "treadle.adapters.blessed_terminal"): "colour for a diff only on a terminal",
     ("wiring", "*"): "a session loads only the adapters it uses: no MCP client without "

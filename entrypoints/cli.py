@@ -41,6 +41,11 @@ def build_parser() -> argparse.ArgumentParser:
         "treadle batch TASKS.jsonl · treadle acp (for editors)",
     )
     parser.add_argument("task", nargs="?", help="the task for one turn (none: interactive)")
+    parser.add_argument(
+        "--command",
+        metavar="NAME",
+        help="run the slash command NAME (.claude/commands, skills…); the task is its arguments",
+    )
     parser.add_argument("--model", help=f"the model: {USAGES}")
     parser.add_argument("--base-url", help="the model server, e.g. http://127.0.0.1:11434/v1")
     parser.add_argument("--approval", choices=["ask", "auto", "read-only"])

@@ -32,6 +32,7 @@ from treadle.domain.rules.history import History
 from treadle.domain.rules.interrupts import CtrlC
 from treadle.domain.values.events import TurnEvent
 from treadle.domain.values.model import ContextWindow
+from treadle.domain.values.workflows import Workflows
 from treadle.entrypoints.batch_wiring import (
     BatchOptions,
     build_batch_screen,
@@ -61,6 +62,15 @@ from treadle.entrypoints.wiring import (
     open_transcript,
     read_project_instructions,
     subagents_so_far,
+)
+from treadle.entrypoints.workflows import (
+    ModelMaker,
+    model_maker,
+    models_by_name,
+    offer_skills,
+    read_workflows,
+    with_skill_tool,
+    workflow_notices,
 )
 from treadle.ports.clock import Clock
 from treadle.ports.model import Model, ModelServer
@@ -138,12 +148,20 @@ class Container(containers.DeclarativeContainer):
     mcp_servers: providers.Resource[McpServers | None] = providers.Resource(
         open_mcp_servers, app, session_dir, redactor
     )
-    tools: providers.Provider[list[Tool]] = providers.Singleton(build_tools, mcp_servers)
+    workflows: providers.Provider[Workflows] = providers.Singleton(read_workflows, app)
+    models: providers.Provider[ModelMaker] = providers.Singleton(
+        model_maker, app, clock, session_id
+    )
+    tools: providers.Provider[list[Tool]] = providers.Singleton(
+        with_skill_tool, providers.Singleton(build_tools, mcp_servers), workflows
+    )
     instructions: providers.Provider[ProjectInstructions] = providers.Singleton(
         read_project_instructions, app
     )
     settings: providers.Provider[TurnSettings] = providers.Singleton(
-        build_settings, app, session_dir, interactive, log_path, instructions
+        offer_skills,
+        providers.Singleton(build_settings, app, session_dir, interactive, log_path, instructions),
+        workflows,
     )
     ports: providers.Provider[TurnPorts] = providers.Singleton(
         TurnPorts,
@@ -154,6 +172,7 @@ class Container(containers.DeclarativeContainer):
         transcript=transcript,
         turn_start=turn_start,
         server=server,
+        models=providers.Singleton(models_by_name, models),
     )
     agent: providers.Provider[Agent] = providers.Singleton(
         build_agent, ports, settings, tools, history, leave_now, resumed, subagents_started
@@ -204,6 +223,8 @@ async def start_session(container: Container) -> Agent:
             transcript.record(event)
 
     for notice in container.instructions().notices():
+        notify(notice)
+    for notice in workflow_notices(container.workflows(), container.app().workspace):
         notify(notice)
     servers = container.mcp_servers()
     if servers is not None:

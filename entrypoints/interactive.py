@@ -26,15 +26,19 @@ from treadle.domain.rules.slash_commands import (
     BUILT_IN,
     LEAVE,
     Run,
+    Task,
     Unknown,
     help_lines,
     read_line,
     unknown_line,
 )
+from treadle.domain.rules.workflows import command_entries
 from treadle.domain.values.outcome import NoModel, end_turn
+from treadle.domain.values.workflows import Workflows
 from treadle.entrypoints.changes import Report, session_commands
 from treadle.entrypoints.config import USAGE_ERROR, AppConfig
 from treadle.entrypoints.container import (
+    Container,
     ModelNotConfigured,
     collect_from_now_on,
     end_session,
@@ -46,9 +50,20 @@ from treadle.entrypoints.container import (
 from treadle.entrypoints.injector import providers
 from treadle.entrypoints.interrupts import SignalPolicy
 from treadle.entrypoints.paths import state_dir
+from treadle.entrypoints.workflows import (
+    CommandTurn,
+    ModelMaker,
+    command_turn,
+    run_command_turn,
+    skill_lines,
+)
+from treadle.ports.model import Model
 
 if TYPE_CHECKING:
     from treadle.adapters.blessed_terminal import BlessedTerminal
+
+
+NO_WORKFLOWS = Workflows()
 
 
 class TaskPrompt(Protocol):
@@ -113,43 +128,60 @@ async def run_interactive(
     prompt: TaskPrompt,
     interrupts: SessionInterrupts | None = None,
     commands: Mapping[str, Callable[[], Awaitable[None]]] | None = None,
+    found: Workflows = NO_WORKFLOWS,
+    models: ModelMaker | None = None,
 ) -> int:
     """Read a task, run a turn on it, and again, until the person leaves.
 
     An empty line is ignored; ``/exit`` or Ctrl-D ends the session; a line that names
-    one of ``commands`` (``/undo``, ``/diff``…) runs it instead of a turn, ``/help``
-    lists them, and an unknown ``/word`` is said to be one and never sent (see
-    :mod:`~treadle.domain.rules.slash_commands`). Returns the session's exit code: 0,
-    or 130 when a signal ended it.
+    one of ``commands`` (``/undo``, ``/diff``…) runs it instead of a turn, one of the
+    commands or skills ``found`` runs a turn on its prompt (``models`` builds the model
+    it names), ``/help`` lists them all, and an unknown ``/word`` is said to be one and
+    never sent (see :mod:`~treadle.domain.rules.slash_commands`). Returns the session's
+    exit code: 0, or 130 when a signal ended it.
     """
     interrupts = interrupts or SessionInterrupts(prompt)
     commands = commands or {}
     listed = [c for c in BUILT_IN if c.name in commands or c.name in {"/help", *LEAVE}]
+    # The project's and the user's commands and skills (issue 23); a built-in one wins.
+    taken = {*commands, "/help", *LEAVE}
+    listed += command_entries(found, taken)
+    prompts = {f"/{c.name}" for c in found.commands} | {f"/{s.name}" for s in found.skills}
     while not interrupts.ending:
         line = await prompt.read_task()
         if line is None:
             break
-        asked = read_line(line, {*commands, "/help"})
+        asked = read_line(line, {*commands, "/help", *prompts})
         if asked is None:
             continue
         if isinstance(asked, Unknown):
             prompt.report([unknown_line(asked)], problem=True)
             continue
+        turn = CommandTurn(asked.text, "", None) if isinstance(asked, Task) else None
         if isinstance(asked, Run):
             if asked.name in LEAVE:
                 break
             if asked.name == "/help":
                 prompt.report(help_lines(listed))
-            else:
+                continue
+            if asked.name in commands:
                 await commands[asked.name]()
-            continue
+                continue
+            turn = command_turn(found, asked.name, asked.arguments)
+            if turn is None:
+                continue
         stop = StopSignal()
         interrupts.stop = stop
         try:
-            await agent.run_turn(asked.text, stop)
+            if turn is not None:
+                await run_command_turn(agent, turn, models or _no_models, stop)
         finally:
             interrupts.stop = None
     return 130 if interrupts.ending else 0
+
+
+def _no_models(name: str) -> Model:
+    raise ModelNotConfigured(f"no model {name!r} can be built here")
 
 
 def run_interactive_session(
@@ -200,8 +232,12 @@ async def _session(
         if recorded:  # --resume: where the conversation was, before the prompt
             terminal.show_resumed(session_id, resumed_view(recorded))
         terminal.note(greeting)
-        commands = change_commands(app, terminal)
-        return await run_interactive(agent, terminal, interrupts, commands)
+        commands = {
+            **change_commands(app, terminal),
+            **workflow_commands(container, agent, terminal),
+        }
+        found, models = container.workflows(), container.models()
+        return await run_interactive(agent, terminal, interrupts, commands, found, models)
     finally:
         terminal.close()
         await end_session(container)
@@ -219,3 +255,16 @@ def change_commands(
             terminal.report(list(report.lines), problem=not report.ok)
 
     return session_commands(str(state_dir()), os.path.realpath(app.workspace), show)
+
+
+def workflow_commands(
+    container: Container, agent: Agent, terminal: TaskPrompt
+) -> dict[str, Callable[[], Awaitable[None]]]:
+    """``/skills``: the skills found, as ``treadle context`` lists them (issue 23)."""
+    found = container.workflows()
+
+    async def skills() -> None:
+        window = agent.responder.context.window
+        terminal.report(skill_lines(found, window.tokens if window else None))
+
+    return {"/skills": skills}

@@ -20,6 +20,7 @@ from treadle.entrypoints.config import AppConfig, flag_values, load_config
 from treadle.entrypoints.container import Container, end_session
 from treadle.entrypoints.injector import providers
 from treadle.entrypoints.paths import project_config_path, user_config_path
+from treadle.entrypoints.workflows import command_and_agent_lines, skill_lines
 
 DESCRIPTION_WIDTH = 72
 
@@ -87,6 +88,9 @@ def _approval(tool: McpTool) -> str:
 def show_context(args: argparse.Namespace, out: TextIO) -> int:
     app, container = _container(args)
     for line in context_lines(container.instructions(), app):
+        print(line, file=out)
+    found = container.workflows()
+    for line in ["", *skill_lines(found, app.context_window), *command_and_agent_lines(found)]:
         print(line, file=out)
     return 0
 

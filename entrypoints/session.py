@@ -148,6 +148,11 @@ def run_session(args: argparse.Namespace) -> int:
     tty = _is_terminal(sys.stdout) and not (args.print or args.json)
     keyboard = _is_terminal(sys.stdin)
     verbose = bool(getattr(args, "verbose", False))
+    command = getattr(args, "command", None)
+    if command:  # its arguments, if any, are the task's place (issue 23)
+        mode = "json" if args.json else "tty" if tty else "plain"
+        run = _one_turn(app, task or "", mode, str(session_path), session_id, verbose, command)
+        return asyncio.run(run)
     if task is None and resuming and not (tty and keyboard):
         task = RESUME_MESSAGE  # headless: go on; in a terminal, the prompt asks what next
     if task is None:
@@ -185,7 +190,13 @@ def _read_stdin() -> str:
 
 
 async def _one_turn(
-    app: AppConfig, task: str, mode: str, session_dir: str, session_id: str, verbose: bool = False
+    app: AppConfig,
+    task: str,
+    mode: str,
+    session_dir: str,
+    session_id: str,
+    verbose: bool = False,
+    command: str = "",
 ) -> int:
     from treadle.entrypoints.container import (
         ModelNotConfigured,
@@ -226,7 +237,21 @@ async def _one_turn(
             outcome = end_turn(Stopped())
             container.screen().show(TurnEnded(outcome, Usage(), 0, 0.0))
             return outcome.exit_code
-        outcome = await agent.run_turn(task, stop)
+        if command:
+            from treadle.entrypoints.workflows import (
+                command_turn,
+                run_command_turn,
+                unknown_command,
+            )
+
+            found = container.workflows()
+            turn = command_turn(found, command, task)
+            if turn is None:
+                print(f"treadle: {unknown_command(found, command)}", file=sys.stderr)
+                return USAGE_ERROR
+            outcome = await run_command_turn(agent, turn, container.models(), stop)
+        else:
+            outcome = await agent.run_turn(task, stop)
         return outcome.exit_code
     finally:
         await end_session(container)

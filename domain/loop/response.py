@@ -27,6 +27,7 @@ from treadle.domain.rules.context_window import ContextState
 from treadle.domain.rules.history import History, unique_call
 from treadle.domain.rules.kept_reasoning import kept_on_arrival
 from treadle.domain.rules.retry import GiveUp, decide_retry
+from treadle.domain.rules.skills import offer_skills
 from treadle.domain.rules.truncation import continue_truncated, cut_short, past_its_budget
 from treadle.domain.values.conversation import Message, Reasoning, ToolCall, Usage
 from treadle.domain.values.events import (
@@ -132,6 +133,7 @@ class Responder:
     shared_window: SharedWindow = field(default_factory=SharedWindow)
     context_state: ContextState | None = None
     context: ContextKeeper = field(init=False)
+    _offered: tuple[str, ...] | None = field(init=False, default=None)
 
     def __post_init__(self) -> None:
         self.context = ContextKeeper(
@@ -150,7 +152,21 @@ class Responder:
         request (nothing that changes per request comes before the history)."""
         instructions = self.settings.instructions
         prompt = self.settings.system_prompt
-        return f"{prompt}\n\n{instructions}" if instructions else prompt
+        head = f"{prompt}\n\n{instructions}" if instructions else prompt
+        skills = self._skills_offered()
+        return f"{head}\n\n{skills}" if skills else head
+
+    def _skills_offered(self) -> str:
+        """The list of skills as it fits the window (issue 23); the main agent says
+        what it offers whenever that changes (the window became known, say)."""
+        if not self.settings.skills:
+            return ""
+        window = self.context.window
+        offer = offer_skills(self.settings.skills, window.tokens if window else None)
+        if not self.agent and offer.listed != self._offered:
+            self._offered = offer.listed
+            self.emit(Notice("skills_offered", offer.line()))
+        return offer.text
 
     async def respond(
         self,

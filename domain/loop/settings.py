@@ -11,6 +11,7 @@ from treadle.domain.rules.retry import RetrySchedule
 from treadle.domain.rules.truncation import TokenBudget
 from treadle.domain.values.prices import Prices
 from treadle.domain.values.tools import ToolLimits
+from treadle.domain.values.workflows import AgentDefinition, Skill
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,6 +38,10 @@ class TurnSettings:
     system_prompt: str = SYSTEM_PROMPT
     instructions: str = ""
     """The project's own instructions (AGENTS.md…), sent after the system prompt."""
+    skills: tuple[Skill, ...] = ()
+    """The skills offered after them, by name and description (issue 23)."""
+    agents: tuple[AgentDefinition, ...] = ()
+    """The named sub-agents the ``agent`` tool offers (issue 23)."""
     budget: TokenBudget = field(default_factory=TokenBudget)
     context: ContextSettings = field(default_factory=ContextSettings)
     """How the conversation is kept within the model's context window."""

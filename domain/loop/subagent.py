@@ -8,10 +8,11 @@ starts: most turns never run one), which drives the pure watch of
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from treadle.domain.loop.settings import SubAgentClocks
+from treadle.domain.rules.workflows import unknown_agent
 from treadle.domain.values.conversation import Usage
 from treadle.domain.values.model import ToolSpec
 from treadle.domain.values.tools import (
@@ -21,6 +22,7 @@ from treadle.domain.values.tools import (
     ToolOutcome,
     ToolResult,
 )
+from treadle.domain.values.workflows import AgentDefinition
 from treadle.ports.tools import ToolContext
 
 if TYPE_CHECKING:
@@ -30,7 +32,8 @@ if TYPE_CHECKING:
 class AgentTool:
     """The ``agent`` tool: hands a sub-task to a sub-agent and returns its final report.
 
-    ``spawn(name)`` makes the sub-agent; ``add_usage`` adds its tokens to the calling
+    ``spawn(name, definition)`` makes the sub-agent (a named one of ``agents`` when the
+    call names one; a line saying why when it cannot); ``add_usage`` adds its tokens to the calling
     turn. The loop recognises this tool by its type: it is not raced against the
     caller's stop, because a sub-agent hears the stop itself and still reports.
     """
@@ -58,13 +61,17 @@ class AgentTool:
 
     def __init__(
         self,
-        spawn: Callable[[str], SubAgent],
+        spawn: Callable[[str, AgentDefinition | None], SubAgent | str],
         clocks: SubAgentClocks,
         add_usage: Callable[[Usage], None],
         *,
         max_depth: int = 3,
         started: int = 0,
+        agents: Sequence[AgentDefinition] = (),
     ) -> None:
+        self._agents = {agent.name: agent for agent in agents}
+        if agents:  # the named sub-agents (issue 23), which the model chooses by name
+            self.spec = with_named_agents(AgentTool.spec, agents)
         self._spawn = spawn
         self._clocks = clocks
         self._add_usage = add_usage
@@ -94,11 +101,18 @@ class AgentTool:
                 status="refused",
                 ending=ToolEnding.REFUSED,
             )
-        self._started += 1
-        number = self._started
+        wanted = str(arguments.get("agent") or "")
+        definition = self._agents.get(wanted) if wanted else None
+        if wanted and definition is None:
+            known = unknown_agent(wanted, list(self._agents.values()))
+            return ToolResult(f"Error: {known}", is_error=True, status="unknown agent")
+        number = self._started + 1
         child = self._spawn(
-            f"{context.agent}/agent-{number}" if context.agent else f"agent-{number}"
+            f"{context.agent}/agent-{number}" if context.agent else f"agent-{number}", definition
         )
+        if isinstance(child, str):
+            return ToolResult(f"Error: {child}", is_error=True, status="refused")
+        self._started = number
         from treadle.domain.loop.watcher import SubAgentWatcher
 
         clocks = self._clocks
@@ -112,6 +126,29 @@ class AgentTool:
             add_usage=self._add_usage,
         )
         return await watcher.run()
+
+
+DESCRIBED_MOST = 200
+"""Characters of a named agent's description in the tool's own description."""
+
+
+def with_named_agents(spec: ToolSpec, agents: Sequence[AgentDefinition]) -> ToolSpec:
+    """The ``agent`` tool's spec with its ``agent`` argument: the named sub-agents, each
+    with what it is for."""
+    listed = "; ".join(f"{a.name}: {a.description[:DESCRIBED_MOST]}" for a in agents)
+    properties = {
+        **spec.parameters["properties"],
+        "agent": {
+            "type": "string",
+            "description": f"A named sub-agent, one of: {', '.join(a.name for a in agents)} "
+            "(leave out for a general one).",
+        },
+    }
+    return ToolSpec(
+        spec.name,
+        f"{spec.description} Named sub-agents (give agent): {listed}",
+        {**spec.parameters, "properties": properties},
+    )
 
 
 def depth(name: str) -> int:

@@ -17,6 +17,7 @@ from functools import partial
 
 from treadle.domain.loop.builtin_tools import AskTool, BashTool, UpdatePlanTool
 from treadle.domain.loop.context import SharedWindow
+from treadle.domain.loop.named_agents import ModelsByName, named_setup
 from treadle.domain.loop.response import Answer, Responder
 from treadle.domain.loop.settings import TurnSettings
 from treadle.domain.loop.stop import STOPPED, StoppedFirst, StopSignal
@@ -59,6 +60,7 @@ from treadle.domain.values.tools import (
     ToolOutcome,
     ToolResult,
 )
+from treadle.domain.values.workflows import AgentDefinition
 from treadle.ports.clock import Clock
 from treadle.ports.model import Model, ModelServer
 from treadle.ports.process import ProcessRunner
@@ -82,6 +84,8 @@ class TurnPorts:
     turn_start: TurnStart | None = None
     """What happens on the host as each main turn starts (a checkpoint of the workspace)."""
     server: ModelServer | None = None
+    models: ModelsByName | None = None
+    """Builds another model by its name, for a named sub-agent that asks for one."""
 
 
 def core_tools() -> list[Tool]:
@@ -133,6 +137,7 @@ class Agent:
                 self.add_usage,
                 max_depth=self.settings.subagent_depth,
                 started=subagents_started,
+                agents=self.settings.agents,
             )
         self._allowed = set(self.settings.allowed_prefixes)
         self.person_listener: Callable[[bool], None] | None = None
@@ -171,9 +176,26 @@ class Agent:
     def doing(self) -> str:
         return self.responder.doing
 
-    def _spawn(self, name: str) -> Agent:
-        """A sub-agent with this agent's ports, settings, tools and window."""
-        return Agent(self.ports, self.settings, self.base_tools, name=name, window=self.window)
+    def _spawn(self, name: str, definition: AgentDefinition | None = None) -> Agent | str:
+        """A sub-agent with this agent's ports, settings, tools and window; a named one
+        with its definition's prompt, tools and model (or why it cannot start)."""
+        if definition is None:
+            return Agent(self.ports, self.settings, self.base_tools, name=name, window=self.window)
+        setup = named_setup(
+            definition, name, self.settings, self.base_tools, self.ports.models, self.name
+        )
+        if isinstance(setup, str):
+            return setup
+        self.emit(setup.notice)
+        ports = self.ports if setup.model is None else replace(self.ports, model=setup.model)
+        return Agent(
+            ports,
+            setup.settings,
+            setup.tools,
+            name=name,
+            window=self.window,
+            subagents=setup.subagents,
+        )
 
     def resume_from(
         self, history: History, context: ContextState, subagents_started: int | None = None

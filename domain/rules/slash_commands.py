@@ -7,7 +7,9 @@ A line is a command when it starts with ``/`` and its first word holds no other 
 line that starts with a space is always a task.
 
 >>> read_line("/diff", {"/diff"})
-Run(name='/diff')
+Run(name='/diff', arguments='')
+>>> read_line("/review src/app.py", {"/review"})
+Run(name='/review', arguments='src/app.py')
 >>> read_line("/dif", {"/diff"})
 Unknown(word='/dif', near='/diff')
 >>> read_line("/usr/bin/env is missing", {"/diff"})
@@ -34,6 +36,7 @@ BUILT_IN: tuple[SlashCommand, ...] = (
     SlashCommand("/diff", "show what the last turn changed"),
     SlashCommand("/undo", "take the last turn's changes back"),
     SlashCommand("/redo", "bring back what /undo took"),
+    SlashCommand("/skills", "list the skills offered to the model, with their paths"),
     SlashCommand("/exit", "leave the session (also /quit or Ctrl-D)"),
 )
 LEAVE = frozenset({"/exit", "/quit"})
@@ -48,9 +51,10 @@ class Task:
 
 @dataclass(frozen=True)
 class Run:
-    """A command of the session, by its name."""
+    """A command of the session, by its name, and what follows the name."""
 
     name: str
+    arguments: str = ""
 
 
 @dataclass(frozen=True)
@@ -71,7 +75,7 @@ def read_line(line: str, known: Collection[str]) -> Task | Run | Unknown | None:
     if not line.startswith("/") or "/" in word[1:]:
         return Task(text)
     if word in known or word in LEAVE:
-        return Run(word)
+        return Run(word, text[len(word) :].strip())
     near = difflib.get_close_matches(word, sorted({*known, *LEAVE}), n=1, cutoff=0.6)
     return Unknown(word, near[0] if near else None)
 

@@ -26,7 +26,7 @@ KNOWN = {"/diff", "/undo", "/redo", "/help"}
         ("fix the test", Task("fix the test")),
         ("  fix it  ", Task("fix it")),
         ("/diff", Run("/diff")),
-        ("/undo please", Run("/undo")),
+        ("/undo please", Run("/undo", "please")),
         ("/quit", Run("/quit")),
         ("/exit", Run("/exit")),
         ("/help", Run("/help")),
