@@ -140,7 +140,7 @@ class Container(containers.DeclarativeContainer):
         read_project_instructions, app
     )
     settings: providers.Provider[TurnSettings] = providers.Singleton(
-        build_settings, app, session_dir, interactive, log_path, instructions
+        build_settings, app, session_dir, interactive, log_path, instructions, redactor
     )
     ports: providers.Provider[TurnPorts] = providers.Singleton(
         TurnPorts,

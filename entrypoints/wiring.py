@@ -31,6 +31,7 @@ from treadle.domain.loop.turn import Agent, TurnPorts, core_tools
 from treadle.domain.rules.approval import POLICIES
 from treadle.domain.rules.context_window import ContextSettings, ContextState
 from treadle.domain.rules.history import History
+from treadle.domain.rules.tokens import as_is
 from treadle.domain.rules.truncation import TokenBudget
 from treadle.domain.values.events import Notice
 from treadle.domain.values.model import ContextWindow
@@ -316,6 +317,7 @@ def build_settings(
     interactive: bool,
     log_path: str,
     instructions: ProjectInstructions,
+    redactor: Redactor | None = None,
 ) -> TurnSettings:
     approval = app.approval or ("ask" if interactive else "auto")
     if approval not in POLICIES:
@@ -345,6 +347,8 @@ def build_settings(
         subagent_depth=app.subagent_depth,
         log_path=log_path,
         prices=model_prices(app),
+        # Estimated as recorded: a replay of the transcript sends the same max_tokens.
+        recorded=redactor.redact_value if redactor is not None else as_is,
     )
 
 
