@@ -160,7 +160,9 @@ class Container(containers.DeclarativeContainer):
     )
     settings: providers.Provider[TurnSettings] = providers.Singleton(
         offer_skills,
-        providers.Singleton(build_settings, app, session_dir, interactive, log_path, instructions),
+        providers.Singleton(
+            build_settings, app, session_dir, interactive, log_path, instructions, redactor
+        ),
         workflows,
     )
     ports: providers.Provider[TurnPorts] = providers.Singleton(

@@ -33,6 +33,7 @@ from treadle.domain.rules.approval import POLICIES
 from treadle.domain.rules.context_window import ContextSettings, ContextState
 from treadle.domain.rules.history import History
 from treadle.domain.rules.interrupts import CtrlC
+from treadle.domain.rules.tokens import as_is
 from treadle.domain.rules.truncation import TokenBudget
 from treadle.domain.values.events import Notice
 from treadle.domain.values.model import ContextWindow
@@ -327,6 +328,7 @@ def build_settings(
     interactive: bool,
     log_path: str,
     instructions: ProjectInstructions,
+    redactor: Redactor | None = None,
 ) -> TurnSettings:
     approval = app.approval or ("ask" if interactive else "auto")
     if approval not in POLICIES:
@@ -356,6 +358,8 @@ def build_settings(
         subagent_depth=app.subagent_depth,
         log_path=log_path,
         prices=model_prices(app),
+        # Estimated as recorded: a replay of the transcript sends the same max_tokens.
+        recorded=redactor.redact_value if redactor is not None else as_is,
     )
 
 

@@ -29,17 +29,17 @@ ANSWER_TOKENS = {"input": 14, "output": 47, "cache_read": 0, "cache_write": 0, "
 
 
 @contextmanager
-def model_server(replies: int) -> Iterator[str]:
+def model_server(replies: int, script: Sequence[Reply] = ()) -> Iterator[str]:
     """The test HTTP model server on 127.0.0.1, in a thread of its own (the turns are
-    other processes), answering ``replies`` requests with a streamed answer; yields its
-    base URL for ``--base-url``."""
+    other processes), answering ``replies`` requests with a streamed answer (or playing
+    ``script``, when given); yields its base URL for ``--base-url``."""
     ready = threading.Event()
     stop: dict[str, asyncio.AbstractEventLoop | asyncio.Event] = {}
     found: dict[str, str] = {}
 
     async def serve() -> None:
         body = ANSWER.read_bytes()
-        async with ScriptedServer.running([Reply.sse(body)] * replies) as server:
+        async with ScriptedServer.running(script or [Reply.sse(body)] * replies) as server:
             stop["event"] = asyncio.Event()
             stop["loop"] = asyncio.get_running_loop()
             found["url"] = server.base_url + "/v1"

@@ -39,9 +39,11 @@ from treadle.domain.rules.history import History
 from treadle.domain.rules.pruning import prune, recent_start
 from treadle.domain.rules.tokens import (
     MESSAGE_OVERHEAD,
+    Measure,
+    as_is,
     estimate_tokens,
     fixed_tokens,
-    message_tokens,
+    measured_as,
     messages_tokens,
 )
 from treadle.domain.rules.truncation import TokenBudget
@@ -102,8 +104,12 @@ class ContextKeeper:
         emit: Callable[[TurnEvent], None],
         agent: str = "",
         state: ContextState | None = None,
+        recorded: Callable[[Message], Message] = as_is,
     ) -> None:
         self.settings = settings
+        self.recorded = recorded
+        self.measure = measured_as(recorded)
+        """Messages are estimated, and stubs made, as the transcript keeps them."""
         self.budget = budget
         self.shared = shared
         self.emit = emit
@@ -160,6 +166,7 @@ class ContextKeeper:
         else:
             prompt = self.fixed(system, tools) + history.tokens
         if shown:
+            shown = self.recorded(Message.assistant(shown)).text
             prompt += estimate_tokens(shown) + CONTINUATION_OVERHEAD
         if self._server_count is not None:
             prompt = max(prompt, self._server_count)
@@ -228,7 +235,7 @@ class ContextKeeper:
                         return ended
                     stage = "compacted"
                 case PruneAll():
-                    others = prompt - _newest_result_tokens(history.messages)
+                    others = prompt - _newest_result_tokens(history.messages, self.measure)
                     newest = rules.newest_result_bytes(window.tokens, others=others, wanted=wanted)
                     self._prune(
                         history, window, system, tools, all_but_newest=True, newest_bytes=newest
@@ -262,10 +269,12 @@ class ContextKeeper:
             all_but_newest=all_but_newest,
             newest_bytes=newest_bytes,
             start=hint,
+            measure=self.measure,
+            recorded=self.recorded,
         )
         if not all_but_newest:
             # Up to here nothing is left to prune: the next pruning starts from here.
-            self._pruned_to = recent_start(history.messages, keep)
+            self._pruned_to = recent_start(history.messages, keep, self.measure)
         if not positions:
             return
         fixed = self.fixed(system, tools)
@@ -297,7 +306,11 @@ class ContextKeeper:
         budget = rules.summary_budget(window.tokens, self.budget.initial)
         fixed = self.fixed(system, tools)
         if self.summarize is None or not worth_compacting(
-            history.messages, recent_tokens=recent, user_tokens=users, summary_tokens=budget
+            history.messages,
+            recent_tokens=recent,
+            user_tokens=users,
+            summary_tokens=budget,
+            measure=self.measure,
         ):
             return None
         compaction, action = start_compaction(
@@ -305,6 +318,7 @@ class ContextKeeper:
             room=self._summary_room(fixed, budget),
             recent_tokens=recent,
             user_tokens=users,
+            measure=self.measure,
         )
         self.emit(CompactionStarted(before, window.tokens, compaction.end, self.agent))
         while isinstance(action, AskForSummary):
@@ -313,7 +327,10 @@ class ContextKeeper:
                 case str(text):
                     event: SummaryWritten | SummaryRefused | SummaryFailed = SummaryWritten(text)
                 case ContextExceeded() as refusal:
-                    self.learn(refusal, prompt_estimate=fixed + messages_tokens(action.messages))
+                    self.learn(
+                        refusal,
+                        prompt_estimate=fixed + messages_tokens(action.messages, self.measure),
+                    )
                     budget = rules.summary_budget(self._tokens(), self.budget.initial)
                     event = SummaryRefused(self._summary_room(fixed, budget))
                 case Stopped():
@@ -439,7 +456,7 @@ class ContextKeeper:
         return True
 
 
-def _newest_result_tokens(messages: Sequence[Message]) -> int:
+def _newest_result_tokens(messages: Sequence[Message], measure: Measure) -> int:
     """What the newest tool result of ``messages`` takes (0 when there is none)."""
     newest = next((m for m in reversed(messages) if m.role == "tool"), None)
-    return message_tokens(newest) if newest is not None else 0
+    return measure(newest) if newest is not None else 0

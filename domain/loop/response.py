@@ -143,6 +143,7 @@ class Responder:
             self.emit,
             self.agent,
             self.context_state,
+            self.settings.recorded,
         )
         self.context.summarize = self.summarize
 

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from treadle.domain.loop.prompt import SYSTEM_PROMPT
 from treadle.domain.rules.approval import ApprovalPolicy
 from treadle.domain.rules.context_window import ContextSettings
 from treadle.domain.rules.retry import RetrySchedule
+from treadle.domain.rules.tokens import as_is
 from treadle.domain.rules.truncation import TokenBudget
+from treadle.domain.values.conversation import Message
 from treadle.domain.values.prices import Prices
 from treadle.domain.values.tools import ToolLimits
 from treadle.domain.values.workflows import AgentDefinition, Skill
@@ -56,3 +59,7 @@ class TurnSettings:
     """Where tracebacks go (the session's ``treadle.log``); named by a failure's line."""
     prices: Prices | None = None
     """The model's prices, where configured: a turn's end then says what it cost."""
+    recorded: Callable[[Message], Message] = as_is
+    """A message as the transcript keeps it (its secrets redacted). The window's
+    accounting estimates that, and a pruned result's stub is made from it: a replay,
+    which has only the transcript, then estimates, sends and prunes the same."""

@@ -27,6 +27,7 @@ from treadle.domain.rules.arguments import arguments_object, parse_arguments
 from treadle.domain.rules.context_window import ContextState
 from treadle.domain.rules.history import INTERRUPTED_RESULT, History, close_unanswered
 from treadle.domain.rules.output_bound import OutputBound
+from treadle.domain.rules.tokens import measured_as
 from treadle.domain.values.conversation import Message, ToolCall, Usage
 from treadle.domain.values.events import (
     MessageAdded,
@@ -122,6 +123,7 @@ class Agent:
         self.settings = settings or TurnSettings()
         self.name = name
         self.history = history if history is not None else History()
+        self.history.measured_by(measured_as(self.settings.recorded))
         self.history.listener = lambda message: self.emit(MessageAdded(message, name))
         self.window = window if window is not None else SharedWindow()
         self._warned: set[str] = set()

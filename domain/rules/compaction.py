@@ -24,10 +24,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from treadle.domain.rules.pruning import describe_call, recent_start
-from treadle.domain.rules.tokens import message_tokens, messages_tokens
+from treadle.domain.rules.tokens import Measure, message_tokens, messages_tokens
 from treadle.domain.values.conversation import Message
 
 PLAN_TOOL = "update_plan"
@@ -81,19 +81,25 @@ def summary_request_of(messages: Sequence[Message], count: int, end: int) -> lis
     return summary_request(messages, max(1, end + 2 - count), end)
 
 
-def fitting_start(messages: Sequence[Message], room: int, end: int, after: int = 0) -> int | None:
+def fitting_start(
+    messages: Sequence[Message],
+    room: int,
+    end: int,
+    after: int = 0,
+    measure: Measure = message_tokens,
+) -> int | None:
     """The first ``keep_from`` after ``after`` whose summary request (up to ``end``) fits
     in ``room`` tokens, leaving out the oldest exchanges (never a result without its
     call); None when not even the task and the request fit."""
     request = message_tokens(Message.user(COMPACT_REQUEST))
-    head = message_tokens(messages[0]) if messages else 0
-    total = messages_tokens(messages[1:end])
+    head = measure(messages[0]) if messages else 0
+    total = messages_tokens(messages[1:end], measure)
     for index in range(1, end + 1):
         boundary = index == end or messages[index].role != "tool"
         if index > after and boundary and head + total + request <= room:
             return index
         if index < end:
-            total -= message_tokens(messages[index])
+            total -= measure(messages[index])
     return None
 
 
@@ -164,17 +170,18 @@ def compacted_history(
     user_tokens: int,
     summarized: bool = True,
     dropped: int = 0,
+    measure: Measure = message_tokens,
 ) -> tuple[Message, ...]:
     """The conversation that replaces ``messages``: the task; the user's other messages
     verbatim, newest first up to ``user_tokens`` (kept in their order); the summary
     and the latest plan; the newest ``recent_tokens`` of exchanges, intact."""
-    start = compaction_start(messages, recent_tokens)
+    start = compaction_start(messages, recent_tokens, measure)
     task, older = messages[0], messages[1:start]
     words: list[Message] = []
     budget = user_tokens
     for message in reversed(older):
         if message.role == "user" and not is_summary(message):
-            cost = message_tokens(message)
+            cost = measure(message)
             if cost > budget:
                 break
             words.insert(0, message)
@@ -192,10 +199,12 @@ def compacted_history(
     return (task, *words, Message.user("\n\n".join(parts)), *messages[start:])
 
 
-def compaction_start(messages: Sequence[Message], recent_tokens: int) -> int:
+def compaction_start(
+    messages: Sequence[Message], recent_tokens: int, measure: Measure = message_tokens
+) -> int:
     """Where the intact part of a compacted conversation begins: the newest exchanges,
     after any earlier summary (the new one covers it), never before message 1."""
-    start = recent_start(messages, recent_tokens)
+    start = recent_start(messages, recent_tokens, measure)
     last_summary = max((i for i, m in enumerate(messages) if is_summary(m)), default=0)
     start = max(start, last_summary + 1, 1)
     while start < len(messages) and messages[start].role == "tool":
@@ -204,16 +213,21 @@ def compaction_start(messages: Sequence[Message], recent_tokens: int) -> int:
 
 
 def worth_compacting(
-    messages: Sequence[Message], *, recent_tokens: int, user_tokens: int, summary_tokens: int
+    messages: Sequence[Message],
+    *,
+    recent_tokens: int,
+    user_tokens: int,
+    summary_tokens: int,
+    measure: Measure = message_tokens,
 ) -> bool:
     """Whether compacting would make room: what it replaces (between the task and the
     intact part) takes more than what replaces it at most (the user's words kept, and a
     summary of ``summary_tokens``)."""
     if len(messages) < 2:
         return False
-    start = compaction_start(messages, recent_tokens)
-    replaced = messages_tokens(messages[1:start])
-    words = messages_tokens([m for m in messages[1:start] if m.role == "user"])
+    start = compaction_start(messages, recent_tokens, measure)
+    replaced = messages_tokens(messages[1:start], measure)
+    words = messages_tokens([m for m in messages[1:start] if m.role == "user"], measure)
     return replaced > min(words, user_tokens) + summary_tokens
 
 
@@ -233,6 +247,7 @@ class Compaction:
     end: int
     keep_from: int = 1
     refusals: int = 0
+    measure: Measure = field(default=message_tokens, compare=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -276,12 +291,17 @@ MAX_SUMMARY_REFUSALS = 2
 
 
 def start_compaction(
-    messages: Sequence[Message], *, room: int, recent_tokens: int, user_tokens: int
+    messages: Sequence[Message],
+    *,
+    room: int,
+    recent_tokens: int,
+    user_tokens: int,
+    measure: Measure = message_tokens,
 ) -> tuple[Compaction, CompactionAction]:
     """Begin compacting ``messages``: ask for the summary, leaving out the oldest
     exchanges if the whole request would not fit in ``room``."""
-    end = compaction_start(messages, recent_tokens)
-    state = Compaction(tuple(messages), room, recent_tokens, user_tokens, end)
+    end = compaction_start(messages, recent_tokens, measure)
+    state = Compaction(tuple(messages), room, recent_tokens, user_tokens, end, measure=measure)
     return _ask(state, after=0)
 
 
@@ -300,7 +320,7 @@ def step(state: Compaction, event: CompactionEvent) -> tuple[Compaction, Compact
 
 
 def _ask(state: Compaction, *, after: int) -> tuple[Compaction, CompactionAction]:
-    keep_from = fitting_start(state.messages, state.room, state.end, after)
+    keep_from = fitting_start(state.messages, state.room, state.end, after, state.measure)
     if keep_from is None or keep_from >= state.end:
         return state, _from_record(state)
     state = replace(state, keep_from=keep_from)
@@ -316,6 +336,7 @@ def _done(state: Compaction, summary: str, *, summarized: bool) -> Compacted:
         user_tokens=state.user_tokens,
         summarized=summarized,
         dropped=dropped,
+        measure=state.measure,
     )
     return Compacted(messages, summarized, dropped)
 

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable, Sequence, Set
 from dataclasses import replace
 
 from treadle.domain.rules import kept_reasoning
-from treadle.domain.rules.tokens import message_tokens
+from treadle.domain.rules.tokens import Measure, message_tokens
 from treadle.domain.values.conversation import Message, ToolCall
 from treadle.domain.values.text import well_formed
 
@@ -44,6 +44,8 @@ class History:
         self._tokens = [0]  # _tokens[i]: the estimate of the first i messages
         self._sealed: list[tuple[int, int, int]] = []  # kept seals: message, item, bytes
         self._sealed_bytes = 0
+        self.measure: Measure = message_tokens
+        """The estimate of one message (:meth:`measured_by` sets another)."""
         self.listener: Callable[[Message], None] | None = None
         """Told of every message appended from now on (the transcript keeps them)."""
         for message in messages:
@@ -68,7 +70,7 @@ class History:
         self._call_ids.update(call.id for call in message.tool_calls)
         self._hash.update(_canonical(message))
         self._states.append(self._hash.copy())
-        self._tokens.append(self._tokens[-1] + message_tokens(message))
+        self._tokens.append(self._tokens[-1] + self.measure(message))
 
     def _seal(self, at: int, message: Message) -> None:
         for item, reasoning in enumerate(message.reasoning):
@@ -131,6 +133,12 @@ class History:
         self._unseal_from(first)
         for message in tail:
             self._take(message)
+
+    def measured_by(self, measure: Measure) -> None:
+        """Estimate each message with ``measure`` from now on (and those held)."""
+        if measure is not self.measure:
+            self.measure = measure
+            self._account_from(0)
 
     def tokens_since(self, index: int) -> int:
         """The estimated tokens of the messages from ``index`` on."""

@@ -16,10 +16,10 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from treadle.domain.rules.output_bound import OutputBound
-from treadle.domain.rules.tokens import message_tokens
+from treadle.domain.rules.tokens import Measure, as_is, message_tokens
 from treadle.domain.values.conversation import Message, ToolCall
 
 STUB_MARK = "[pruned to save context]"
@@ -75,12 +75,14 @@ def stub_for(result: Message, call: ToolCall | None) -> Message:
     return Message.tool(result.tool_call_id or "", text, is_error=result.is_error)
 
 
-def recent_start(messages: Sequence[Message], keep_tokens: int) -> int:
+def recent_start(
+    messages: Sequence[Message], keep_tokens: int, measure: Measure = message_tokens
+) -> int:
     """Where the newest part of ``messages`` that holds about ``keep_tokens`` begins:
     at least the last message, and never between a call and its results."""
     start, total = len(messages), 0
     while start > 0:
-        cost = message_tokens(messages[start - 1])
+        cost = measure(messages[start - 1])
         if total + cost > keep_tokens and start < len(messages):
             break
         total += cost
@@ -97,6 +99,8 @@ def prune(
     all_but_newest: bool = False,
     newest_bytes: int = 0,
     start: int = 0,
+    measure: Measure = message_tokens,
+    recorded: Callable[[Message], Message] = as_is,
 ) -> tuple[tuple[int, ...], tuple[Message, ...]]:
     """The positions of the results to prune, and their stubs.
 
@@ -105,29 +109,33 @@ def prune(
     becomes a stub, and the last is cut to ``newest_bytes`` (head and tail) if it is
     longer (it came before the window was known, or is the window's whole). ``start``
     skips what an earlier pruning left with nothing to prune (a hint: the same results
-    come out from 0, only slower).
+    come out from 0, only slower). ``measure`` estimates a message; stubs and cuts are
+    made from a result as ``recorded`` makes it (as the transcript keeps it: a replay,
+    which has only that, makes the same ones).
     """
     if all_but_newest:
         newest = max((i for i, m in enumerate(messages) if m.role == "tool"), default=-1)
         protected_from, start = len(messages), 0
     else:
-        newest, protected_from = -1, recent_start(messages, keep_tokens)
+        newest, protected_from = -1, recent_start(messages, keep_tokens, measure)
     positions: list[int] = []
     stubs: list[Message] = []
     for index in range(start, protected_from):
         message = messages[index]
         if index == newest:
-            cut = _cut(message, newest_bytes)
+            cut = _cut(recorded(message), newest_bytes)
             if cut is not None:
                 positions.append(index)
                 stubs.append(cut)
             continue
         if message.role != "tool" or is_stub(message):
             continue
-        if message_tokens(message) <= STUB_WORTH:
+        if measure(message) <= STUB_WORTH:
             continue
         positions.append(index)
-        stubs.append(stub_for(message, _call_of(messages, index)))
+        call = _call_of(messages, index)
+        recorded_call = recorded(Message.assistant("", (call,))).tool_calls[0] if call else None
+        stubs.append(stub_for(recorded(message), recorded_call))
     return tuple(positions), tuple(stubs)
 
 

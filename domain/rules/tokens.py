@@ -18,7 +18,7 @@ Example::
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from treadle.domain.values.conversation import Message, Reasoning
 from treadle.domain.values.model import ToolSpec
@@ -58,8 +58,27 @@ def reasoning_tokens(reasoning: Reasoning) -> int:
     return estimate_tokens(sent) + estimate_tokens(reasoning.seal)
 
 
-def messages_tokens(messages: Sequence[Message]) -> int:
-    return sum(message_tokens(message) for message in messages)
+Measure = Callable[[Message], int]
+"""How many tokens a message takes: :func:`message_tokens`, or that of the message as
+the transcript records it (:func:`measured_as`)."""
+
+
+def messages_tokens(messages: Sequence[Message], measure: Measure = message_tokens) -> int:
+    return sum(measure(message) for message in messages)
+
+
+def as_is(message: Message) -> Message:
+    return message
+
+
+def measured_as(recorded: Callable[[Message], Message]) -> Measure:
+    """The estimate of a message as ``recorded`` makes it (its secrets redacted, as the
+    transcript keeps it): a replay, which has only the transcript, estimates the same
+    and so sends the same ``max_tokens``. A secret is a few tokens; the estimate's
+    margin covers what this leaves out."""
+    if recorded is as_is:
+        return message_tokens
+    return lambda message: message_tokens(recorded(message))
 
 
 def fixed_tokens(system: str, tools: Sequence[ToolSpec]) -> int:

@@ -80,8 +80,13 @@ def _stream(number: int, size: int, call: str | None) -> bytes:
         events.append(("response.output_item.done", _done(output, message)))
     else:
         arguments = json.dumps({"command": "ls"})
-        function = {"id": f"fc_{number}", "type": "function_call", "call_id": call,
-                    "name": "bash", "arguments": arguments}  # fmt: skip
+        function = {
+            "id": f"fc_{number}",
+            "type": "function_call",
+            "call_id": call,
+            "name": "bash",
+            "arguments": arguments,
+        }
         events.append(_added(output, {**function, "arguments": ""}))
         events.append(("response.output_item.done", _done(output, function)))
     usage = {"input_tokens": 50, "output_tokens": 30}
