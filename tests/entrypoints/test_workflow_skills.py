@@ -13,7 +13,7 @@ import pytest
 from dependency_injector import providers
 
 from treadle.adapters.fakes import RecordingTerminal, ScriptedModel, ScriptedResponse
-from treadle.adapters.fakes.model import FakeWindow
+from treadle.adapters.fakes.window import FakeWindow
 from treadle.domain.rules.skills import HEADING
 from treadle.domain.values.conversation import Message, ToolCall, Usage
 from treadle.domain.values.events import Notice
