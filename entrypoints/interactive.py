@@ -29,7 +29,7 @@ from treadle.domain.rules.slash_commands import (
     read_line,
     unknown_line,
 )
-from treadle.domain.values.outcome import NoModel, end_turn
+from treadle.domain.values.outcome import EXIT_CODES, NoModel, OutcomeKind, end_turn
 from treadle.entrypoints.changes import Report, session_commands
 from treadle.entrypoints.config import USAGE_ERROR, AppConfig
 from treadle.entrypoints.container import (
@@ -144,7 +144,7 @@ async def run_interactive(
             await agent.run_turn(asked.text, stop)
         finally:
             interrupts.stop = None
-    return 130 if interrupts.ending else 0
+    return EXIT_CODES[OutcomeKind.PAUSED] if interrupts.ending else 0
 
 
 def run_interactive_session(
