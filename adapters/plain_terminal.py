@@ -173,9 +173,10 @@ def describe_event(event: TurnEvent) -> list[str]:
                 f"[{name}] {one_line(doing)} · {counted(n, 'request')} · {usage.total} tokens "
                 f"· {elapsed:.1f} s"
             ]
-        case SubAgentFinished(name=name, ending=ending, requests=n, usage=usage, elapsed=elapsed):
+        case SubAgentFinished(name=name, requests=n, usage=usage, elapsed=elapsed):
+            said = one_line(event.said)
             return [
-                f"[{name}] {one_line(ending)} · {counted(n, 'request')} · {usage.total} tokens "
+                f"[{name}] {said} · {counted(n, 'request')} · {usage.total} tokens "
                 f"· {elapsed:.1f} s"
             ]
         case Notice(text=text):

@@ -40,6 +40,7 @@ from treadle.domain.values.events import (
     RequestSent,
     ResponseReceived,
     RetryScheduled,
+    SubAgentEnding,
     SubAgentFinished,
     SubAgentStarted,
     ToolFinished,
@@ -64,7 +65,6 @@ from treadle.domain.values.model import (
 from treadle.domain.values.outcome import FailureKind, OutcomeKind, TurnOutcome
 from treadle.domain.values.tools import ToolEnding
 
-DEADLINE = "deadline"
 _HTTP = re.compile(r"HTTP (\d{3})(?:: (.*))?\Z", re.DOTALL)
 _CONTEXT = re.compile(re.escape(CONTEXT_EXCEEDED) + r"(?: \(([^)]*)\))?(?:: (.*))?\Z", re.DOTALL)
 _FIGURE = re.compile(r"(window|prompt) (\d+)")
@@ -135,7 +135,7 @@ class Conversation:
     task: str
     messages: list[Message] = field(default_factory=list)
     exchanges: list[Exchange] = field(default_factory=list)
-    ending: str = ""  # a sub-agent's SubAgentFinished ending
+    ending: SubAgentEnding | None = None  # a sub-agent's, once it finished
     outcome: TurnOutcome | None = None
     next: int = 0
 

@@ -30,7 +30,6 @@ from typing import Any
 from returns.result import Failure, Result, Success
 
 from treadle.adapters.recording import (
-    DEADLINE,
     Conversation,
     Exchange,
     Recording,
@@ -38,7 +37,7 @@ from treadle.adapters.recording import (
 from treadle.adapters.redact import REDACTED
 from treadle.domain.rules.history import INTERRUPTED_RESULT, History
 from treadle.domain.values.conversation import Message
-from treadle.domain.values.events import RequestFailed, ResponseReceived
+from treadle.domain.values.events import RequestFailed, ResponseReceived, SubAgentEnding
 from treadle.domain.values.model import (
     MalformedStream,
     ModelError,
@@ -192,7 +191,7 @@ class ReplayModel:
     def _recording_ends(self, conversation: Conversation) -> bool:
         if conversation is self.recording.main:
             return self._turn_stopped()
-        return conversation.ending in ("", "stopped", DEADLINE)
+        return conversation.ending in (None, SubAgentEnding.STOPPED, SubAgentEnding.DEADLINE)
 
     def _compare(
         self, request: ModelRequest, conversation: Conversation, exchange: Exchange
@@ -284,7 +283,7 @@ class ReplayModel:
         self, conversation: Conversation
     ) -> AsyncIterator[Result[StreamEvent, ModelError]]:
         """The recording stops here: a sub-agent waits for its deadline, the rest is cut."""
-        if conversation.ending != DEADLINE:
+        if conversation.ending is not SubAgentEnding.DEADLINE:
             if self.on_cut is None:
                 yield Failure(MalformedStream("the recording ends here"))
                 return
@@ -360,7 +359,8 @@ class RecordedTool:
                     text = result.text if result else ""
                     return ToolResult(text, True, status, ending=ending)
                 return await self.tool.run(arguments, context)
-            if recorded.conversation.ending != DEADLINE and self.on_cut is not None:
+            deadline = recorded.conversation.ending is SubAgentEnding.DEADLINE
+            if not deadline and self.on_cut is not None:
                 self.on_cut()
             if result is not None and result.text != INTERRUPTED_RESULT:
                 # What it had done before the stop (a command's output): read again.

@@ -3,8 +3,9 @@
 Every record has ``"type"`` (the event's name in snake case) and the event's fields;
 nested values (messages, tool calls, usage, outcomes) are plain objects. Fields that
 came later and are often empty (a message's ``reasoning``, a turn's ``cost``, a tool's
-``preview``) are left
-out while they hold nothing, so records of runs that do not use them stay as they were.
+``preview``, a sub-agent's ``line``) are left out while they hold nothing, so records of
+runs that do not use them stay as they were. Records written before a field said what
+an old one's words said (a call's ``ending``, a sub-agent's) are read back from the words.
 
 Example::
 
@@ -35,6 +36,7 @@ _QUIET_WHEN_EMPTY: dict[str, object] = {
     "preview": "",
     "cut_at": 0,
     "short_of": 0,
+    "line": "",
 }
 
 
@@ -81,6 +83,8 @@ def record_to_event(record: Mapping[str, Any]) -> TurnEvent:
     fields = {k: v for k, v in record.items() if k != "type"}
     if kind is events.ToolFinished and "ending" not in fields:
         fields["ending"] = old_tool_ending(fields.get("status"), fields.get("is_error"))
+    if kind is events.SubAgentFinished and fields.get("ending") not in _SUB_AGENT_ENDINGS:
+        fields |= old_sub_agent_ending(fields.get("ending"))
     event = typing.cast(TurnEvent, _build(kind, fields, NAME_OF_EVENT[kind]))
     if isinstance(event, events.ContextPruned) and len(event.positions) != len(event.results):
         # Each stub goes in its place: a record that pairs them otherwise was edited.
@@ -100,6 +104,19 @@ def old_tool_ending(status: object, is_error: object) -> str:
     if isinstance(status, str) and status in _OLD_ENDINGS:
         return status
     return ToolEnding.FAILED if is_error is True else ToolEnding.FINISHED
+
+
+_SUB_AGENT_ENDINGS = frozenset(events.SubAgentEnding)
+
+
+def old_sub_agent_ending(ending: object) -> dict[str, object]:
+    """A sub-agent's ending in a record written when it was the outcome's line for one
+    that failed or ended its caller: the kind the line names, and the line."""
+    if not isinstance(ending, str):
+        return {}  # not a line either: the record is damaged, and reading it says so
+    failed = ending.startswith("Turn failed")
+    kind = events.SubAgentEnding.FAILED if failed else events.SubAgentEnding.ENDS_CALLER
+    return {"ending": kind.value, "line": ending}
 
 
 def _kind_of(value: Any) -> str:

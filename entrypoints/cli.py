@@ -135,18 +135,17 @@ def _interrupted(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
 
 
-PAUSED_CODE = 130
-
-
 def _stopped(command: str, json_lines: bool) -> int:
     """A command (or a turn's last moments) stopped by a signal: one line, or the turn's
     last event with --json when the turn never came to say it, and the paused code."""
     for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT):
         signal.signal(signum, signal.SIG_IGN)  # a second one cannot cut this short
+    from treadle.domain.values.outcome import EXIT_CODES, OutcomeKind
     from treadle.entrypoints import early_signals
 
+    paused = EXIT_CODES[OutcomeKind.PAUSED]
     if not command and early_signals.were_taken():
-        return PAUSED_CODE  # the turn has said (or is saying) how it ended
+        return paused  # the turn has said (or is saying) how it ended
     if json_lines and not command:
         import json
 
@@ -161,7 +160,7 @@ def _stopped(command: str, json_lines: bool) -> int:
         print(json.dumps(record), flush=True)
     else:
         print("treadle: stopped", file=sys.stderr)
-    return PAUSED_CODE
+    return paused
 
 
 def _bug_outside_a_turn(bug: Exception) -> int:

@@ -33,7 +33,7 @@ from treadle.domain.rules.slash_commands import (
     unknown_line,
 )
 from treadle.domain.rules.workflows import command_entries
-from treadle.domain.values.outcome import NoModel, end_turn
+from treadle.domain.values.outcome import EXIT_CODES, NoModel, OutcomeKind, end_turn
 from treadle.domain.values.workflows import Workflows
 from treadle.entrypoints.changes import Report, session_commands
 from treadle.entrypoints.config import USAGE_ERROR, AppConfig
@@ -177,7 +177,7 @@ async def run_interactive(
                 await run_command_turn(agent, turn, models or _no_models, stop)
         finally:
             interrupts.stop = None
-    return 130 if interrupts.ending else 0
+    return EXIT_CODES[OutcomeKind.PAUSED] if interrupts.ending else 0
 
 
 def _no_models(name: str) -> Model:

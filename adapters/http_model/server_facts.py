@@ -25,12 +25,13 @@ import httpx
 from treadle.adapters.http_model.transport import ssl_context_for
 from treadle.adapters.known_windows import known_window
 from treadle.domain.values.model import ContextWindow, ServerFacts
+from treadle.domain.values.notices import NoticeKind
 
 PROBE_TIMEOUT = 3.0
 """Seconds a local server has to answer each question, connecting included (at most
 the configured connect timeout for the connection)."""
 OLLAMA_DEFAULT = 4096
-TOOLS_DROPPED = "tools_dropped"
+TOOLS_DROPPED: NoticeKind = "tools_dropped"
 TOOLS_DROPPED_TEXT = (
     "the server's chat template does not support tools (llama.cpp /props says "
     "chat_template_caps.supports_tools is false), so the model will never call one: start "

@@ -35,7 +35,8 @@ class McpAnswer:
     is_error: bool = False
 
 
-FailureKind = Literal["deadline", "server_gone", "not_running", "protocol"]
+CallFailureKind = Literal["deadline", "server_gone", "not_running", "protocol"]
+"""Why an MCP call got no result (a name of its own: the turn's is ``FailureKind``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,5 +44,5 @@ class McpCallFailure:
     """A call that got no result: the deadline passed (the call was cancelled), the
     server went away during it, was not running, or broke the protocol."""
 
-    kind: FailureKind
+    kind: CallFailureKind
     detail: str

@@ -33,7 +33,12 @@ from treadle.domain.rules.watching import (
     step,
 )
 from treadle.domain.values.conversation import Usage
-from treadle.domain.values.events import SubAgentFinished, SubAgentProgress, SubAgentStarted
+from treadle.domain.values.events import (
+    SubAgentEnding,
+    SubAgentFinished,
+    SubAgentProgress,
+    SubAgentStarted,
+)
 from treadle.domain.values.outcome import SubAgentEnded, TurnEnding, TurnOutcome
 from treadle.domain.values.tools import EndTurn, ToolEnding, ToolOutcome, ToolResult
 from treadle.ports.tools import ToolContext
@@ -113,7 +118,7 @@ class SubAgentWatcher:
         self._work = asyncio.ensure_future(child.run_turn(self.task, self._work_stop))
         self._caller = asyncio.ensure_future(context.until_stopped())
         finish: Finish | None = None
-        ending = "stopped"
+        ending, line = SubAgentEnding.STOPPED, ""
         try:
             while finish is None:
                 self.watch, actions = step(self.watch, await self._next_event())
@@ -140,7 +145,7 @@ class SubAgentWatcher:
                             self._report_stop.set("deadline")
                         case Finish():
                             finish = action
-            ending = self._ending(finish)
+            ending, line = finish.ending, self._line(finish)
             return self._result(finish)
         finally:
             await _cancel(self._work, self._report, self._caller)
@@ -153,6 +158,7 @@ class SubAgentWatcher:
                     child.usage,
                     self.watch.worked(self.clock.now(), self.started),
                     context.agent,
+                    line,
                 )
             )
 
@@ -204,31 +210,31 @@ class SubAgentWatcher:
             return CallerStopped()
         return Tick(now)
 
-    def _ending(self, finish: Finish) -> str:
-        """What :class:`SubAgentFinished` says: the ending, or the outcome's own line."""
-        if finish.ending in ("failed", "ends the caller"):
+    def _line(self, finish: Finish) -> str:
+        """The outcome's own line, for a sub-agent that failed or ended its caller."""
+        if finish.ending in (SubAgentEnding.FAILED, SubAgentEnding.ENDS_CALLER):
             return finish.outcome.screen_line
-        return finish.ending
+        return ""
 
     def _result(self, finish: Finish) -> ToolOutcome:
         child = self.child
         match finish.ending:
-            case "finished":
+            case SubAgentEnding.FINISHED:
                 text = child.history.last_assistant_text() or "(the sub-agent answered nothing)"
                 return ToolResult(text, status="finished")
-            case "deadline":
+            case SubAgentEnding.DEADLINE:
                 report = self._report_text if finish.report == "report" else self._summary()
                 text = (
                     f"The sub-agent was stopped at its deadline of {self.deadline:g} s. "
                     f"Its report:\n{report}"
                 )
                 return ToolResult(text, status="deadline", ending=ToolEnding.DEADLINE)
-            case "stopped":
+            case SubAgentEnding.STOPPED:
                 text = f"The sub-agent was stopped by its caller. {self._summary()}"
                 return ToolResult(text, True, "stopped", ending=ToolEnding.STOPPED)
         line = finish.outcome.screen_line
         text = f"The sub-agent ended without finishing ({line}). {self._summary()}"
-        if finish.ending == "ends the caller":
+        if finish.ending is SubAgentEnding.ENDS_CALLER:
             return EndTurn(SubAgentEnded(child.name, finish.outcome), text)
         return ToolResult(text, is_error=True, status=line)
 

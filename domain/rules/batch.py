@@ -27,6 +27,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
 from treadle.domain.values.batch import Progress, TaskResult, TurnOrder
+from treadle.domain.values.outcome import EXIT_CODES, OutcomeKind
 
 
 class Phase(enum.Enum):
@@ -204,7 +205,7 @@ def exit_code(batch: Batch) -> int:
     """130 when the batch was stopped; else 0 when every turn finished (those skipped as
     finished before included), 1 otherwise."""
     if batch.stop_asked:
-        return 130
+        return EXIT_CODES[OutcomeKind.PAUSED]
     return 0 if all(result.finished for result in batch.results) else 1
 
 

@@ -28,6 +28,7 @@ import math
 from dataclasses import dataclass, replace
 from typing import Literal
 
+from treadle.domain.values.events import SubAgentEnding
 from treadle.domain.values.outcome import OutcomeKind, Stopped, TurnOutcome, end_turn
 from treadle.domain.values.tools import MIN_CHECK_INTERVAL
 
@@ -159,7 +160,6 @@ class StopReport:
     """The report request took all its grace: stop it."""
 
 
-Ending = Literal["finished", "deadline", "stopped", "failed", "ends the caller"]
 ReportSource = Literal["answer", "report", "record"]
 
 
@@ -168,7 +168,7 @@ class Finish:
     """The sub-agent is done. ``report`` says what the caller reads: the sub-agent's
     answer, its final report, or a report made from the record."""
 
-    ending: Ending
+    ending: SubAgentEnding
     report: ReportSource
     outcome: TurnOutcome
 
@@ -204,7 +204,7 @@ def step(watch: Watch, event: WatchEvent) -> tuple[Watch, tuple[WatchAction, ...
             return replace(watch, caller_stopped=True), (StopReport(),)
         case Phase.REPORTING, ReportEnded(text=text):
             report: ReportSource = "report" if text.strip() else "record"
-            return _done(watch, Finish("deadline", report, end_turn(Stopped())))
+            return _done(watch, Finish(SubAgentEnding.DEADLINE, report, end_turn(Stopped())))
     return watch, ()
 
 
@@ -213,17 +213,17 @@ def _work_ended(
 ) -> tuple[Watch, tuple[WatchAction, ...]]:
     match outcome.kind:
         case OutcomeKind.FINISHED:
-            return _done(watch, Finish("finished", "answer", outcome))
+            return _done(watch, Finish(SubAgentEnding.FINISHED, "answer", outcome))
         case OutcomeKind.BLOCKED | OutcomeKind.WAITING:
             # Nobody could answer it, so nobody can answer its caller either.
-            return _done(watch, Finish("ends the caller", "record", outcome))
+            return _done(watch, Finish(SubAgentEnding.ENDS_CALLER, "record", outcome))
         case OutcomeKind.FAILED:
-            return _done(watch, Finish("failed", "record", outcome))
+            return _done(watch, Finish(SubAgentEnding.FAILED, "record", outcome))
         case OutcomeKind.PAUSED if watch.deadline_hit and not watch.caller_stopped:
             reporting = replace(watch, phase=Phase.REPORTING, report_until=now + watch.grace)
             return reporting, (AskForReport(),)
         case OutcomeKind.PAUSED:
-            ending: Ending = "deadline" if watch.deadline_hit else "stopped"
+            ending = SubAgentEnding.DEADLINE if watch.deadline_hit else SubAgentEnding.STOPPED
             return _done(watch, Finish(ending, "record", outcome))
 
 

@@ -12,6 +12,7 @@ from typing import Literal
 
 from treadle.domain.values.conversation import Message, Reasoning, ToolCall, Usage
 from treadle.domain.values.model import StopReason
+from treadle.domain.values.notices import NoticeKind
 from treadle.domain.values.outcome import TurnOutcome
 from treadle.domain.values.tools import ToolEnding
 
@@ -209,16 +210,37 @@ class SubAgentProgress:
     agent: str = ""
 
 
+class SubAgentEnding(enum.StrEnum):
+    """How a sub-agent's run ended, as its caller sees it."""
+
+    FINISHED = "finished"
+    """It answered."""
+    DEADLINE = "deadline"
+    """Stopped at its deadline; it reported (or a report was made from its record)."""
+    STOPPED = "stopped"
+    """Its caller was stopped, and so was it."""
+    FAILED = "failed"
+    """Its turn failed; the caller reads what it did and goes on."""
+    ENDS_CALLER = "ends the caller"
+    """It ended blocked or waiting for input: its caller's turn ends the same way."""
+
+
 @dataclass(frozen=True, slots=True)
 class SubAgentFinished:
-    """``ending`` is ``finished``, ``deadline``, ``stopped`` or an outcome's line."""
+    """``line`` is the sub-agent's own outcome line when it failed or ended its caller
+    (``Turn failed: …``); :attr:`said` is what the screen shows."""
 
     name: str
-    ending: str
+    ending: SubAgentEnding
     requests: int
     usage: Usage
     elapsed: float
     agent: str = ""
+    line: str = ""
+
+    @property
+    def said(self) -> str:
+        return self.line or self.ending.value
 
 
 # The context window (issues 10 and 16) --------------------------------------------
@@ -295,7 +317,7 @@ class Notice:
     that drops tools, a sandbox the kernel lacks, a tool server that did not start.
     ``kind`` names it for scripts (``tools_dropped``…); ``text`` says it in one line."""
 
-    kind: str
+    kind: NoticeKind
     text: str
     agent: str = ""
 

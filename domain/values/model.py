@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from treadle.domain.values.conversation import Message, Reasoning, ToolCall, Usage
+from treadle.domain.values.notices import NoticeKind
 
 StopReason = Literal["end_turn", "tool_use", "max_tokens", "context_full", "refusal", "other"]
 """``max_tokens``: the answer hit its output budget; ``context_full``: the server said
@@ -236,4 +237,4 @@ class ServerFacts:
     not say) and warnings as ``(kind, text)``, e.g. a template that drops the tools."""
 
     window: ContextWindow | None = None
-    warnings: tuple[tuple[str, str], ...] = ()
+    warnings: tuple[tuple[NoticeKind, str], ...] = ()

@@ -9,6 +9,7 @@ import pytest
 from treadle.adapters.serialize import (
     EVENT_BY_NAME,
     event_to_record,
+    old_sub_agent_ending,
     old_tool_ending,
     record_to_event,
 )
@@ -20,6 +21,8 @@ from treadle.domain.values.events import (
     PlanUpdated,
     ReasoningDelta,
     ResponseReceived,
+    SubAgentEnding,
+    SubAgentFinished,
     SubAgentProgress,
     ToolFinished,
     TurnEnded,
@@ -42,6 +45,8 @@ EVENTS = [
     ToolFinished(CALL, "exit 0 · 0.1 s", False, 0.1),
     ToolFinished(CALL, "declined by you", True, 0.0, ending=ToolEnding.REFUSED),
     SubAgentProgress("agent-1", "running bash: ls", 2, Usage(5, 6), 1.5),
+    SubAgentFinished("agent-1", SubAgentEnding.DEADLINE, 2, Usage(5, 6), 1.5),
+    SubAgentFinished("agent-1", SubAgentEnding.FAILED, 2, Usage(5, 6), 1.5, line="Turn failed: x"),
     TurnEnded(
         TurnOutcome(OutcomeKind.FAILED, "3", FailureKind("ResponseTruncated")), Usage(1, 1), 4, 2.0
     ),
@@ -126,3 +131,42 @@ def test_a_new_record_says_its_ending_whatever_its_line():
     record = event_to_record(event)
     assert record["ending"] == "refused"
     assert record_to_event(record) == event
+
+
+@pytest.mark.parametrize(
+    ("ending", "then"),
+    [
+        ("Turn failed: HttpError: HTTP 500", SubAgentEnding.FAILED),
+        ("Turn blocked: approval needed to run bash: make", SubAgentEnding.ENDS_CALLER),
+        ("Turn waiting for input: Which?", SubAgentEnding.ENDS_CALLER),
+    ],
+)
+def test_an_old_sub_agent_ending_that_was_its_outcome_line_reads_back_as_kind_and_line(
+    ending, then
+):
+    record = {
+        "type": "sub_agent_finished",
+        "name": "agent-1",
+        "ending": ending,
+        "requests": 1,
+        "usage": {"input_tokens": 1, "output_tokens": 1},
+        "elapsed": 1.0,
+        "agent": "",
+    }
+    event = record_to_event(record)
+    assert isinstance(event, SubAgentFinished)
+    assert (event.ending, event.line, event.said) == (then, ending, ending)
+    assert old_sub_agent_ending(ending) == {"ending": then.value, "line": ending}
+
+
+def test_an_old_sub_agent_ending_that_was_a_kind_reads_back_as_it_was():
+    record = event_to_record(SubAgentFinished("a", SubAgentEnding.STOPPED, 1, Usage(1, 1), 1.0))
+    assert "line" not in record  # records of the usual endings stay as they were
+    assert record_to_event(record) == SubAgentFinished(
+        "a", SubAgentEnding.STOPPED, 1, Usage(1, 1), 1.0
+    )
+
+
+def test_a_notice_of_an_unknown_kind_is_a_damaged_record():
+    with pytest.raises(ValueError, match=r"notice\.kind"):
+        record_to_event({"type": "notice", "kind": "made_up", "text": "x", "agent": ""})

@@ -23,6 +23,7 @@ from treadle.domain.rules.watching import (
     start_watch,
     step,
 )
+from treadle.domain.values.events import SubAgentEnding
 from treadle.domain.values.outcome import (
     Answered,
     NeedsApproval,
@@ -83,7 +84,7 @@ def test_a_report_received_finishes_at_the_deadline_with_the_report():
     watch, _ = step(watching(), Tick(10.0))
     watch, _ = step(watch, WorkEnded(PAUSED, now=10.0))
     watch, actions = step(watch, ReportEnded("I did half."))
-    assert actions == (Finish("deadline", "report", PAUSED),)
+    assert actions == (Finish(SubAgentEnding.DEADLINE, "report", PAUSED),)
     assert watch.phase is Phase.DONE
 
 
@@ -91,7 +92,7 @@ def test_an_empty_report_is_replaced_by_one_from_the_record():
     watch, _ = step(watching(), Tick(10.0))
     watch, _ = step(watch, WorkEnded(PAUSED, now=10.0))
     _, actions = step(watch, ReportEnded("  "))
-    assert actions == (Finish("deadline", "record", PAUSED),)
+    assert actions == (Finish(SubAgentEnding.DEADLINE, "record", PAUSED),)
 
 
 def test_when_the_report_grace_is_over_the_report_request_is_stopped():
@@ -102,26 +103,26 @@ def test_when_the_report_grace_is_over_the_report_request_is_stopped():
     watch, actions = step(watch, Tick(15.0))
     assert actions == (StopReport(),)
     _, actions = step(watch, ReportEnded(""))
-    assert actions == (Finish("deadline", "record", PAUSED),)
+    assert actions == (Finish(SubAgentEnding.DEADLINE, "record", PAUSED),)
 
 
 def test_a_sub_agent_that_answers_finishes_with_its_answer():
     watch, actions = step(watching(), WorkEnded(FINISHED, now=3.0))
-    assert actions == (Finish("finished", "answer", FINISHED),)
+    assert actions == (Finish(SubAgentEnding.FINISHED, "answer", FINISHED),)
     assert watch.phase is Phase.DONE
 
 
 def test_an_answer_that_lands_as_the_deadline_stops_it_still_counts_as_finished():
     watch, _ = step(watching(), Tick(10.0))
     _, actions = step(watch, WorkEnded(FINISHED, now=10.0))
-    assert actions == (Finish("finished", "answer", FINISHED),)
+    assert actions == (Finish(SubAgentEnding.FINISHED, "answer", FINISHED),)
 
 
 def test_the_callers_stop_stops_the_work_and_reports_from_the_record():
     watch, actions = step(watching(), CallerStopped())
     assert actions == (StopWork(),)
     _, actions = step(watch, WorkEnded(PAUSED, now=1.0))
-    assert actions == (Finish("stopped", "record", PAUSED),)
+    assert actions == (Finish(SubAgentEnding.STOPPED, "record", PAUSED),)
 
 
 def test_the_callers_stop_after_the_deadline_asks_for_no_report():
@@ -129,7 +130,7 @@ def test_the_callers_stop_after_the_deadline_asks_for_no_report():
     watch, actions = step(watch, CallerStopped())
     assert actions == ()
     _, actions = step(watch, WorkEnded(PAUSED, now=10.0))
-    assert actions == (Finish("deadline", "record", PAUSED),)
+    assert actions == (Finish(SubAgentEnding.DEADLINE, "record", PAUSED),)
 
 
 def test_the_callers_stop_during_the_report_stops_the_report():
@@ -138,7 +139,7 @@ def test_the_callers_stop_during_the_report_stops_the_report():
     watch, actions = step(watch, CallerStopped())
     assert actions == (StopReport(),)
     _, actions = step(watch, ReportEnded(""))
-    assert actions == (Finish("deadline", "record", PAUSED),)
+    assert actions == (Finish(SubAgentEnding.DEADLINE, "record", PAUSED),)
 
 
 @pytest.mark.parametrize(

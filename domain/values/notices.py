@@ -1,0 +1,21 @@
+"""The kinds of notice: what a :class:`~treadle.domain.values.events.Notice` names, for
+scripts that read ``--json`` or a transcript. Closed: a new notice adds its kind here."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+NoticeKind = Literal[
+    "answer_ended",  # an answer ended in an unusual way (a stop the server rarely gives)
+    "checkpoint_partial",  # the checkpoint before the turn left some files out
+    "checkpoint_skipped",  # no checkpoint before the turn
+    "instructions_cut",  # project instructions over their cap
+    "instructions_unreadable",  # a project instructions file that cannot be read
+    "mcp_server_failed",  # an MCP server did not start
+    "mcp_server_stopped",  # an MCP server stopped during the session
+    "mcp_tool_list_repaired",  # an MCP server's tool list needed repairs
+    "sandbox_unavailable",  # commands run without the sandbox asked for
+    "tools_dropped",  # the server's chat template drops the tools
+    "transcript_failed",  # the transcript could not be written
+    "window_not_learned",  # a window the server named, not believed
+]
