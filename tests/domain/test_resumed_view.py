@@ -59,7 +59,7 @@ def test_only_the_last_three_exchanges_are_shown_and_the_earlier_ones_counted() 
 
 def test_a_long_answer_is_folded_and_sub_agents_stay_out() -> None:
     answer = "\n".join(f"line {n}" for n in range(1, 8))
-    events = [
+    events: list[TurnEvent] = [
         TurnStarted("task"),
         TurnStarted("sub-task", agent="agent-1"),
         MessageAdded(Message.assistant("from the sub-agent"), agent="agent-1"),
