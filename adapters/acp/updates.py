@@ -169,9 +169,9 @@ class Updates:
                 call_id = self.subagent_calls.get(name, "")
                 line = f"{name}: {doing} · {requests} requests · {elapsed:.0f} s"
                 return [_call_text(call_id, line)] if call_id else []
-            case SubAgentFinished(name=name, ending=ending):
+            case SubAgentFinished(name=name):
                 call_id = self.subagent_calls.pop(name, "")
-                return [_call_text(call_id, f"{name}: {ending}")] if call_id else []
+                return [_call_text(call_id, f"{name}: {event.said}")] if call_id else []
             case MessageAdded(message=message) if message.role == "tool":
                 return self._result(message)
             case Notice(text=text):

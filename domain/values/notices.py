@@ -6,16 +6,23 @@ from __future__ import annotations
 from typing import Literal
 
 NoticeKind = Literal[
+    "agent_named",  # a named sub-agent set up from its file (issue 23)
     "answer_ended",  # an answer ended in an unusual way (a stop the server rarely gives)
     "checkpoint_partial",  # the checkpoint before the turn left some files out
     "checkpoint_skipped",  # no checkpoint before the turn
+    "command_model",  # a slash command's model, for its one turn
+    "command_run",  # a slash command from a file was run
     "instructions_cut",  # project instructions over their cap
     "instructions_unreadable",  # a project instructions file that cannot be read
     "mcp_server_failed",  # an MCP server did not start
     "mcp_server_stopped",  # an MCP server stopped during the session
     "mcp_tool_list_repaired",  # an MCP server's tool list needed repairs
     "sandbox_unavailable",  # commands run without the sandbox asked for
+    "skill_loaded",  # the skill tool loaded a skill
+    "skills_offered",  # the skills offered to the model in the request
     "tools_dropped",  # the server's chat template drops the tools
     "transcript_failed",  # the transcript could not be written
     "window_not_learned",  # a window the server named, not believed
+    "workflows_unreadable",  # a skill, command or agent file that cannot be read
+    "workflows_untrusted",  # what a folder not trusted brings and was ignored
 ]

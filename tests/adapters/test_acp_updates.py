@@ -12,6 +12,7 @@ from treadle.domain.values.events import (
     PlanStep,
     PlanUpdated,
     ReasoningDelta,
+    SubAgentEnding,
     SubAgentFinished,
     SubAgentStarted,
     ToolFinished,
@@ -97,7 +98,7 @@ def test_the_plan_is_plan_entries_and_a_sub_agent_reports_under_its_call() -> No
     assert (
         started.tool_call_id == "c9" and "agent-1 started: look" in started.content[0].content.text
     )
-    (ended,) = updates.of(SubAgentFinished("agent-1", "deadline", 2, Usage(), 60.0))
+    (ended,) = updates.of(SubAgentFinished("agent-1", SubAgentEnding.DEADLINE, 2, Usage(), 60.0))
     assert ended.tool_call_id == "c9" and ended.content[0].content.text == "agent-1: deadline"
 
 
