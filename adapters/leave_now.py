@@ -9,9 +9,9 @@ Whatever asks for it (the terminal's key router, a second SIGINT, the keyboard's
 thread when the event loop is stuck), leaving at once does the same, from any thread
 and whatever the event loop is doing: it kills every command still running and all
 they started (``kill_every_command_now`` of :mod:`treadle.adapters.process.tree`),
-records the running turn as paused, and exits with the paused turn's code, 130. The
-terminal puts its mode and cursor back before it calls it. Nothing that fails along
-the way stops the exit.
+records the running turn as paused, writes the outcome a headless screen held back
+for the end, and exits with the paused turn's code, 130. The terminal puts its mode
+and cursor back before it calls it. Nothing that fails along the way stops the exit.
 
 Example::
 
@@ -42,9 +42,11 @@ class LeaveNow:
 
     def __init__(self) -> None:
         self.record: Callable[[], None] | None = None
+        self.finish_screen: Callable[[], None] | None = None
+        """Writes what the headless screen holds back for the end: the outcome, last."""
 
     def __call__(self) -> None:
-        for step in (_kill_every_command_now, self.record):
+        for step in (_kill_every_command_now, self.record, self.finish_screen):
             if step is not None:
                 with contextlib.suppress(Exception):  # nothing may stop the exit
                     step()

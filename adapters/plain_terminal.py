@@ -229,6 +229,16 @@ class PlainTerminal:
 
     ``resume_hint`` is added after every outcome but ``Turn finished`` (how to resume).
     ``verbose`` shows the model's reasoning, as it streams, on lines of its own.
+
+    ``outcome_last`` keeps the last line the outcome, whatever the session's end says
+    (an MCP server stopped while it closes, a checkpoint that failed): the main turn's
+    end waits for :meth:`finish` (or for the next turn's start), and what comes in
+    between is written before it. Whoever sets it calls :meth:`finish`, crash or not::
+
+        try:
+            await end_session(container)  # what the close says comes before the outcome
+        finally:
+            terminal.finish()
     """
 
     def __init__(
@@ -238,8 +248,11 @@ class PlainTerminal:
         *,
         verbose: bool = False,
         width: Callable[[], int] | None = None,
+        outcome_last: bool = False,
     ) -> None:
         self._out = out or sys.stdout
+        self._outcome_last = outcome_last
+        self._outcome: TurnEnded | None = None
         # On a terminal (``width`` given), the answer is word-wrapped to it; into a pipe
         # or a file it goes unchanged.
         self._wrap = WordWrap(width) if width is not None else None
@@ -253,6 +266,22 @@ class PlainTerminal:
         self.interrupt: Callable[[], None] = lambda: None
 
     def show(self, event: TurnEvent) -> None:
+        main = not event.agent
+        if self._outcome_last and main and isinstance(event, TurnEnded):
+            self.finish()  # a second end (never seen) would not hide the first
+            self._outcome = event
+            return
+        if main and isinstance(event, TurnStarted):
+            self.finish()  # the turn before ended: its outcome goes before the next one
+        self._render(event)
+
+    def finish(self) -> None:
+        """Write the outcome held back for the end (see ``outcome_last``); once."""
+        outcome, self._outcome = self._outcome, None
+        if outcome is not None:
+            self._render(outcome)
+
+    def _render(self, event: TurnEvent) -> None:
         if isinstance(event, ReasoningDelta):
             if self.verbose and not event.agent and event.text:
                 self._reasoning(event.text)
@@ -333,7 +362,7 @@ class JsonLinesTerminal(PlainTerminal):
     their count.
     """
 
-    def show(self, event: TurnEvent) -> None:
+    def _render(self, event: TurnEvent) -> None:
         if isinstance(event, MessageAdded):
             return
         record = event_to_record(event)

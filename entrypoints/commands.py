@@ -264,7 +264,7 @@ async def replay(args: argparse.Namespace, out: TextIO) -> int:
     from dependency_injector import providers
 
     from treadle.adapters.fakes import FakeClock, FakeRunner, RecordingTerminal
-    from treadle.entrypoints.container import Container, build_tools
+    from treadle.entrypoints.container import Container, build_tools, end_screen
 
     path = find_transcript(args.transcript)
     try:
@@ -294,7 +294,7 @@ async def replay(args: argparse.Namespace, out: TextIO) -> int:
     container.model.override(providers.Object(model))
     container.tools.override(providers.Object(tools))
     container.redactor.override(providers.Object(redactor))
-    terminal = RecordingTerminal() if args.check else PlainTerminal(out)
+    terminal = RecordingTerminal() if args.check else PlainTerminal(out, outcome_last=True)
     container.terminal.override(providers.Object(terminal))
     if args.recorded_tools:
         clock = FakeClock()
@@ -311,7 +311,10 @@ async def replay(args: argparse.Namespace, out: TextIO) -> int:
                 container.agent(), model, turn_stop, normalize, outcomes.append
             )
         finally:
-            container.shutdown_resources()
+            try:
+                container.shutdown_resources()
+            finally:  # each turn's outcome is its last line, the last turn's too
+                end_screen(container)
     # Without --check the replay is a run of the session: it exits as its last turn ended.
     code = outcomes[-1].exit_code if outcomes and not args.check else 0
     if divergence is not None:

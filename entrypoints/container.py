@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 
 from treadle.adapters.instructions import ProjectInstructions
 from treadle.adapters.jsonl_transcript import TranscriptDamaged
+from treadle.adapters.plain_terminal import PlainTerminal
 from treadle.adapters.redact import RedactingTerminal, Redactor
 from treadle.adapters.sessions import MetaDamaged, SessionBusy, SessionLog, SessionUnusable
 from treadle.adapters.system_clock import SystemClock
@@ -92,6 +93,7 @@ __all__ = [
     "build_redactor",
     "build_tools",
     "collect_from_now_on",
+    "end_screen",
     "end_session",
     "refusal",
     "session_container",
@@ -242,6 +244,14 @@ async def end_session(container: Container) -> None:
             await servers.close()
     finally:
         container.shutdown_resources()
+
+
+def end_screen(container: Container) -> None:
+    """The headless screen writes the outcome it held back: its last line, after all
+    that the session's end said (an MCP server stopped as it closed, a checkpoint)."""
+    terminal = container.terminal()
+    if isinstance(terminal, PlainTerminal):
+        terminal.finish()
 
 
 def collect_from_now_on() -> None:

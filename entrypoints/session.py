@@ -201,6 +201,7 @@ async def _one_turn(
     from treadle.entrypoints.container import (
         ModelNotConfigured,
         collect_from_now_on,
+        end_screen,
         end_session,
         refusal,
         session_container,
@@ -254,4 +255,7 @@ async def _one_turn(
             outcome = await agent.run_turn(task, stop)
         return outcome.exit_code
     finally:
-        await end_session(container)
+        try:
+            await end_session(container)
+        finally:  # the outcome is the last line, after what the end said, crash or not
+            end_screen(container)

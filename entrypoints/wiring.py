@@ -210,18 +210,27 @@ def build_terminal(
     """The screen for ``mode``: ``json`` (one event per line), ``tty`` (the full display
     with its keys) or ``plain`` (lines, for a pipe or ``--print``). ``verbose`` shows
     the model's reasoning in full (plain lines show it only then); ``ctrl_c`` is the
-    memory of the last Ctrl-C the full display shares with the signals."""
-    if mode == "json":
-        return JsonLinesTerminal(resume_hint=resume_hint)
+    memory of the last Ctrl-C the full display shares with the signals.
+
+    The headless lines end with the outcome: it waits for the session's end
+    (:func:`~treadle.entrypoints.container.end_screen`), or for leaving at once."""
     if mode == "tty":
         from treadle.adapters.blessed_terminal import BlessedTerminal
 
         return BlessedTerminal(
             resume_hint=resume_hint, leave_now=leave_now, verbose=verbose, ctrl_c=ctrl_c
         )
-    # On a terminal, --print wraps the answer to its width; a pipe or a file gets it as is.
-    width = terminal_columns(sys.stdout)
-    return PlainTerminal(resume_hint=resume_hint, verbose=verbose, width=width)
+    terminal: PlainTerminal
+    if mode == "json":
+        terminal = JsonLinesTerminal(resume_hint=resume_hint, outcome_last=True)
+    else:
+        # On a terminal, --print wraps the answer to its width; a pipe or a file gets it as is.
+        width = terminal_columns(sys.stdout)
+        terminal = PlainTerminal(
+            resume_hint=resume_hint, verbose=verbose, width=width, outcome_last=True
+        )
+    leave_now.finish_screen = terminal.finish
+    return terminal
 
 
 def build_redactor(app: AppConfig) -> Redactor:

@@ -151,3 +151,57 @@ def test_a_call_stopped_at_its_deadline_is_marked_stopped_not_done() -> None:
     PlainTerminal(out).show(ToolFinished(call, "deadline", False, 3.0, ending=ToolEnding.DEADLINE))
     PlainTerminal(out).show(ToolFinished(call, "finished", False, 3.0))
     assert out.getvalue().splitlines() == ["  ■ agent: deadline", "  ✓ agent: finished"]
+
+
+STOPPED = Notice("mcp_server_stopped", "MCP server slow stopped: it stopped answering.")
+ENDED = TurnEnded(TurnOutcome(OutcomeKind.FINISHED), Usage(1, 2), 2, 0.5)
+
+
+def test_with_outcome_last_what_the_sessions_end_says_comes_before_the_outcome() -> None:
+    plain, lines = io.StringIO(), io.StringIO()
+    for terminal in (
+        PlainTerminal(plain, outcome_last=True),
+        JsonLinesTerminal(lines, outcome_last=True),
+    ):
+        terminal.show(AnswerDelta("Done."))
+        terminal.show(ENDED)
+        terminal.show(STOPPED)  # an MCP server stopped while the session closed
+        terminal.finish()
+        terminal.finish()  # once
+    assert plain.getvalue().splitlines() == [
+        "Done.",
+        "warning: MCP server slow stopped: it stopped answering.",
+        "2 requests · 1 in / 2 out tokens · 0.5 s",
+        "Turn finished",
+    ]
+    kinds = [json.loads(line)["type"] for line in lines.getvalue().splitlines()]
+    assert kinds == ["answer_delta", "notice", "turn_ended"]
+
+
+def test_with_outcome_last_a_turns_outcome_goes_before_the_next_turns_start() -> None:
+    out = io.StringIO()
+    terminal = JsonLinesTerminal(out, outcome_last=True)
+    for task in ("one", "two"):
+        terminal.show(TurnStarted(task))
+        # A sub-agent's end is one more line of the turn, never held back.
+        terminal.show(TurnEnded(TurnOutcome(OutcomeKind.FINISHED), Usage(), 1, 0.1, "agent-1"))
+        terminal.show(ENDED)
+    terminal.finish()
+    shown = [
+        (r["type"], r.get("task", r["agent"])) for r in map(json.loads, out.getvalue().splitlines())
+    ]
+    assert shown == [
+        ("turn_started", "one"),
+        ("turn_ended", "agent-1"),
+        ("turn_ended", ""),
+        ("turn_started", "two"),
+        ("turn_ended", "agent-1"),
+        ("turn_ended", ""),
+    ]
+
+
+def test_without_outcome_last_the_outcome_is_written_as_it_comes() -> None:
+    out = io.StringIO()
+    terminal = PlainTerminal(out)
+    terminal.show(ENDED)
+    assert out.getvalue().splitlines()[-1] == "Turn finished"

@@ -119,3 +119,72 @@ def test_print_shows_the_models_reasoning_only_with_verbose(tmp_path: Path, verb
     assert answer["reasoning"] == [
         {"kind": "reasoning_content", "text": "Two files, then done.", "seal": "", "position": 0}
     ]
+
+
+CLOSE_FAILS = """
+import sys
+from treadle.entrypoints import container, cli
+
+async def end_session(built):
+    raise RuntimeError("the close failed")
+
+container.end_session = end_session
+sys.exit(cli.main(sys.argv[1:]))
+"""
+
+
+@pytest.mark.parametrize("flag", ["--json", "--print"])
+def test_a_session_whose_close_fails_still_ends_with_the_outcome(tmp_path: Path, flag: str) -> None:
+    """The outcome waits for the session's end; a bug in that end (one line on stderr,
+    exit 1) does not swallow it."""
+    script = write_script(tmp_path, {"text": "Done."})
+    result = subprocess.run(
+        [sys.executable, "-c", CLOSE_FAILS, "--model", f"script:{script}", flag, "go"],
+        cwd=tmp_path,
+        env=treadle_env(tmp_path),
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 1
+    assert "internal error: RuntimeError: the close failed" in result.stderr
+    last = result.stdout.splitlines()[-1]
+    assert (json.loads(last)["line"] if flag == "--json" else last) == "Turn finished"
+
+
+LEAVING = """
+import sys
+from treadle.adapters.leave_now import LeaveNow
+from treadle.domain.values.conversation import Usage
+from treadle.domain.values.events import TurnEnded, TurnStarted
+from treadle.domain.values.outcome import Stopped, end_turn
+from treadle.entrypoints.wiring import build_terminal
+
+leave = LeaveNow()
+screen = build_terminal(sys.argv[1], " (resume)", leave)
+screen.show(TurnStarted("the task"))
+# What the agent's abandon_turn does as treadle leaves: the running turn ends paused.
+leave.record = lambda: screen.show(TurnEnded(end_turn(Stopped()), Usage(), 1, 0.1))
+leave()
+"""
+
+
+@pytest.mark.parametrize("mode", ["json", "plain"])
+def test_leaving_at_once_writes_the_outcome_the_screen_held_for_the_end(mode: str) -> None:
+    """A second Ctrl-C leaves with no winding down (``os._exit``): the paused outcome,
+    held back for the session's end that never comes, is written on the way out."""
+    result = subprocess.run(
+        [sys.executable, "-c", LEAVING, mode],
+        env=treadle_env(),
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 130, result.stderr
+    last = result.stdout.splitlines()[-1]
+    if mode == "json":
+        assert (json.loads(last)["line"], json.loads(last)["exit_code"]) == ("Turn paused", 130)
+    else:
+        assert last == "Turn paused (resume)"

@@ -164,6 +164,34 @@ def test_a_stopped_turn_cancels_the_call_with_the_protocols_notification(tmp_pat
     assert not is_running(server)
 
 
+@pytest.mark.parametrize("flag", ["--json", "--print"])
+def test_a_server_stopped_after_a_calls_deadline_is_said_before_the_outcome(
+    tmp_path: Path, flag: str
+) -> None:
+    """A server that ignores its call (``wedge`` blocks it, so it cannot answer the ping
+    after the deadline either) is stopped while the session closes: its notice comes
+    before the outcome, which stays the last line."""
+    configure(tmp_path, "tool_timeout = 1", server_table(tmp_path))
+    script = write_script(
+        tmp_path, {"tool_calls": [{"name": "mcp__test__wedge", "arguments": {}}]}, {"text": "Done."}
+    )
+    result = run_treadle(
+        "--model", f"script:{script}", flag, "go", cwd=tmp_path, env=treadle_env(tmp_path)
+    )
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    said = "MCP server test stopped: it stopped answering after a call timed out"
+    if flag == "--json":
+        records = [json.loads(line) for line in lines]
+        [notice] = [r for r in records if r["type"] == "notice"]
+        assert said in str(notice["text"])
+        assert [r["type"] for r in records[-2:]] == ["notice", "turn_ended"]
+        assert records[-1]["line"] == "Turn finished"
+    else:
+        assert lines[-3].startswith(f"warning: {said}")
+        assert lines[-1] == "Turn finished"
+
+
 @pytest.fixture
 def here(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """In-process runs of a subcommand, in ``tmp_path`` with no user configuration."""
