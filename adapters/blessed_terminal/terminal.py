@@ -153,6 +153,9 @@ class BlessedTerminal:
         self._holds = 0
         self._ticker: asyncio.Task[None] | None = None
         self._last_draw = 0.0
+        # The window's size and the view's live rows as last worked out, and when.
+        self._worked_out: tuple[int, int, list[str]] = (0, 0, [])
+        self._worked_out_at = -1.0
         self._cursor_hidden = False
         self._restore_registered = False
 
@@ -169,10 +172,13 @@ class BlessedTerminal:
                 if rows:
                     self.screen.write_lines(rows)
                 now = self._now()
-                # A new line shows at once; a line growing, at most every 50 ms.
+                # A new line shows at once; a line growing, at most every 50 ms. The
+                # status rows drawn under a new line are those of the last 50 ms: they
+                # say the same (the times move by tenths), and working them out again
+                # for each line of a fast stream cost more than the line itself.
                 fresh = rows or ended_reasoning or not self._drew_pending
                 if fresh or now - self._last_draw >= REDRAW_AFTER_TEXT:
-                    self._draw(now)
+                    self._draw(now, reuse=not ended_reasoning)
                     self.screen.flush()
             return
         now = self._now()
@@ -444,10 +450,17 @@ class BlessedTerminal:
             self._draw(self._now())
             self.screen.flush()
 
-    def _draw(self, now: float) -> None:
-        # The window's size is asked for once a draw (each ask is a system call).
-        width, height = self.screen.width, max(1, int(self.term.height))
-        rows = self.view.live_rows(now, width, height) if self._in_turn else []
+    def _draw(self, now: float, *, reuse: bool = False) -> None:
+        """Draw the live block; with ``reuse``, the window's size and the view's rows
+        are those worked out less than 50 ms ago, if they were (answer text only)."""
+        if reuse and self._in_turn and 0 <= now - self._worked_out_at < REDRAW_AFTER_TEXT:
+            width, height, view_rows = self._worked_out
+        else:
+            # The window's size is asked for once a draw (each ask is a system call).
+            width, height = self.screen.width, max(1, int(self.term.height))
+            view_rows = self.view.live_rows(now, width, height) if self._in_turn else []
+            self._worked_out, self._worked_out_at = (width, height, view_rows), now
+        rows = list(view_rows)
         pending = self.answer.pending() if self._in_turn else ""
         if pending:
             rows[:0] = pending_rows(pending, width)

@@ -129,6 +129,32 @@ def test_the_answer_streams_onto_one_row_with_the_status_line_under_it(rig: Rig)
     assert screen.cursor_row == "The test fails because"  # the next piece lands here
 
 
+def test_a_fast_stream_of_lines_works_the_status_rows_out_once_per_fifty_ms(
+    rig: Rig, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rig.start()
+    view = rig.terminal.view
+    worked_out: list[float] = []
+    live_rows = view.live_rows
+
+    def counted(now: float, width: int, height: int = 10_000) -> list[str]:
+        worked_out.append(now)
+        return live_rows(now, width, height)
+
+    monkeypatch.setattr(view, "live_rows", counted)
+    rig.time.now += 0.1
+    for number in range(100):  # 100 lines in 40 ms
+        rig.terminal.show(AnswerDelta(f"line {number}\n"))
+        rig.time.now += 0.0004
+    assert len(worked_out) == 1
+    screen = rig.screen()
+    assert screen.lines[-2:] == ["line 99", screen.lines[-1]]
+    assert screen.lines[-1].startswith("writing the answer")
+    rig.time.now += 0.05
+    rig.terminal.show(AnswerDelta("one more\n"))
+    assert len(worked_out) == 2
+
+
 def test_answer_text_after_a_newline_pushes_the_status_line_down(rig: Rig) -> None:
     rig.start()
     rig.terminal.show(AnswerDelta("first line"))
