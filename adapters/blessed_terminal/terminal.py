@@ -156,7 +156,8 @@ class BlessedTerminal:
         # The window's size and the view's live rows as last worked out, and when.
         self._worked_out: tuple[int, int, list[str]] = (0, 0, [])
         self._worked_out_at = -1.0
-        self._cursor_hidden = False
+        self._cursor_hidden = False  # a turn hides it (the prompt's rows show it again)
+        self._cursor_shown = False  # shown in a turn, for the prompt's rows
         self._restore_registered = False
 
     # The Terminal port -------------------------------------------------------------
@@ -234,10 +235,6 @@ class BlessedTerminal:
         return await self.prompts.ask_question(question)
 
     # The prompts' terminal (their Live) --------------------------------------------
-
-    @property
-    def cursor_hidden(self) -> bool:
-        return self._cursor_hidden
 
     def redraw(self) -> None:
         self._draw(self._now())
@@ -362,6 +359,7 @@ class BlessedTerminal:
         if self._interrupt is None:  # a question outside a turn: nothing to stop
             return
         self.view.stopping()
+        self.prompts.keep_queued()
         self._interrupt()
         self.redraw()
 
@@ -395,6 +393,7 @@ class BlessedTerminal:
         if self.screen.live:
             self.screen.write_raw(HIDE_CURSOR)
             self._cursor_hidden = True
+            self._cursor_shown = False
         self.hold()
         self.screen.flush()
 
@@ -465,9 +464,10 @@ class BlessedTerminal:
         if pending:
             rows[:0] = pending_rows(pending, width)
         self._drew_pending = bool(pending)
-        cursor = None
-        if self.prompts.row is not None:
-            row, cursor = self.prompts.row
-            rows.append(row)
-        self.screen.draw_live(rows, cursor, size=(width, height))
+        prompt, cursor, cursor_up = self.prompts.live_rows(width, height)
+        rows += prompt
+        self.screen.draw_live(rows, cursor, size=(width, height), cursor_up=cursor_up)
+        if self._cursor_hidden and (cursor is not None) != self._cursor_shown:
+            self._cursor_shown = cursor is not None
+            self.screen.write_raw(SHOW_CURSOR if self._cursor_shown else HIDE_CURSOR)
         self._last_draw = now

@@ -729,3 +729,94 @@ async def test_an_approval_says_why_an_allowed_prefix_did_not_cover_it(rig: Rig)
     await asyncio.sleep(0)
     rig.terminal.press(Key.ENTER)  # no words for the model: a plain no
     assert await asyncio.wait_for(asking, 1) == "no"
+
+
+# Typed during a turn ---------------------------------------------------------------
+
+
+def typed(rig: Rig, text: str) -> None:
+    for key in text:
+        rig.terminal.press(Key.ENTER if key == "\n" else key)
+
+
+async def test_what_is_typed_in_a_turn_shows_under_the_status_and_is_sent_once_it_ended(
+    rig: Rig,
+) -> None:
+    rig.start()
+    typed(rig, "run the testz")
+    rig.terminal.press(Key.BACKSPACE)
+    typed(rig, "s")
+    screen = rig.screen()
+    assert screen.lines[-2].startswith("waiting for the model") or "Esc to stop" in screen.lines[-2]
+    assert (screen.cursor_row, screen.x) == ("› run the tests", 15)  # edited as it is typed
+    typed(rig, "\nthen commit")
+    assert rig.lines[-2:] == ["queued › run the tests", "› then commit"]
+    rig.terminal.show(ended(TurnOutcome(OutcomeKind.FINISHED)))
+    # The turn ended: the queued line is the next task, at once, and shown as one.
+    assert await asyncio.wait_for(rig.terminal.read_task(), 1) == "run the tests"
+    assert "› run the tests" in rig.lines
+    rig.start("run the tests")
+    assert rig.lines[-1] == "› then commit"  # what was being typed still is
+
+
+async def test_up_on_an_empty_line_takes_the_last_queued_line_back_to_edit(rig: Rig) -> None:
+    rig.start()
+    typed(rig, "first\nsecond\n")
+    assert rig.lines[-2:] == ["queued › first", "queued › second"]
+    rig.terminal.press(Key.UP)
+    typed(rig, "!")
+    assert rig.lines[-2:] == ["queued › first", "› second!"]
+
+
+async def test_esc_stops_the_turn_at_once_and_what_was_queued_waits_on_the_prompt_unsent(
+    rig: Rig,
+) -> None:
+    rig.start()
+    typed(rig, "try the other way\nand")
+    rig.terminal.press(Key.ESC)
+    assert rig.interrupts == 1  # the turn stops at once, queued text or not
+    assert not any(row.startswith("queued ›") for row in rig.lines)
+    rig.terminal.show(ended(TurnOutcome(OutcomeKind.PAUSED)))
+    reading = asyncio.create_task(rig.terminal.read_task())
+    await asyncio.sleep(0)
+    assert rig.lines[-2:] == ["› try the other way", "  and"]  # editable, not sent
+    assert not reading.done()
+    rig.terminal.press(Key.ESC)  # and a second Esc drops it
+    assert rig.lines[-1] == "›"
+    typed(rig, "fresh\n")
+    assert await asyncio.wait_for(reading, 1) == "fresh"
+
+
+async def test_a_question_is_not_answered_by_what_was_typed_ahead(rig: Rig) -> None:
+    rig.terminal.can_answer = True
+    rig.start()
+    typed(rig, "later")
+    asking = asyncio.create_task(rig.terminal.ask_question("Which file?"))
+    await asyncio.sleep(0)
+    assert rig.screen().cursor_row == "answer ›"
+    typed(rig, "a.py\n")
+    assert await asyncio.wait_for(asking, 1) == "a.py"
+    assert rig.lines[-1] == "› later"
+
+
+async def test_a_long_task_wraps_over_rows_that_grow_upwards_at_every_width(rig: Rig) -> None:
+    reading = asyncio.create_task(rig.terminal.read_task())
+    await asyncio.sleep(0)
+    words = " ".join(f"word{n}" for n in range(40))  # 309 characters
+    typed(rig, words)
+    for columns in (100, 60, 40, 120):
+        rig.term.columns = columns
+        rig.terminal.redraw()
+        screen = VirtualScreen(columns, HEIGHT).feed(rig.out.getvalue())
+        first = next(i for i, row in enumerate(screen.lines) if row.startswith("› word0 "))
+        rows = screen.lines[first:]
+        assert len(rows) >= len(words) // (columns - 3)  # grown up from the bottom row
+        assert all(len(row) <= columns - 1 for row in rows)
+        assert all(row.startswith("  word") for row in rows[1:])  # words never broken
+        assert " ".join(row[2:] for row in rows).split() == words.split()  # none lost
+        assert screen.cursor_row == rows[-1] and screen.x == len(rows[-1])
+    rig.terminal.press(Key.HOME)
+    screen = VirtualScreen(120, HEIGHT).feed(rig.out.getvalue())
+    assert (screen.cursor_row.startswith("› word0"), screen.x) == (True, 2)
+    rig.terminal.press(Key.ENTER)
+    assert await asyncio.wait_for(reading, 1) == words
