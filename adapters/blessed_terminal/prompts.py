@@ -85,8 +85,9 @@ class Live(Protocol):
 
     def let_go(self) -> None: ...
 
-    def expand_reasoning(self) -> None:
-        """Show the reasoning in full (the expand key, kept until a question ended)."""
+    def expand_folded(self) -> None:
+        """Show the reasoning and the last results in full (the expand key, kept until a
+        question ended)."""
 
 
 class Prompts:
@@ -403,7 +404,7 @@ class Prompts:
                     self.view.activity = before
                 if self._expand_after_question:
                     self._expand_after_question = False
-                    self.live.expand_reasoning()
+                    self.live.expand_folded()
 
     def _lock(self) -> asyncio.Lock:
         # Sub-agents may ask while the main agent asks: one prompt at a time.

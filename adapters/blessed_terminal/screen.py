@@ -83,6 +83,21 @@ def fit(text: str, width: int) -> str:
     return "".join(kept) + "…"
 
 
+def fit_head(text: str, width: int) -> tuple[str, int]:
+    """The start of ``text`` that fits in ``width`` columns (a character at least), and
+    the columns it takes."""
+    if text.isascii():
+        head = text[: max(1, width)]
+        return head, len(head)
+    used = 0
+    for index, char in enumerate(text):
+        size = max(0, wcwidth(char))
+        if used + size > width and index:
+            return text[:index], used
+        used += size
+    return text, used
+
+
 def fit_tail(text: str, width: int) -> tuple[str, int]:
     """The end of ``text`` that fits in ``width`` columns, and the columns it takes."""
     kept: list[str] = []

@@ -9,10 +9,12 @@ Example::
 While a turn runs, the keyboard is read and the live rows are redrawn on a short
 tick; both end with the turn, leaving the terminal as it was. Every key is routed by
 :func:`treadle.domain.rules.keys.route` (Esc or Ctrl-C stops the turn, a second
-Ctrl-C leaves at once, a key typed during the turn waits for the next prompt) and
+Ctrl-C leaves at once, a key typed during the turn edits the next prompt's line, shown
+and queued with Enter, see :mod:`.prompts`) and
 the answer carried out here; the prompts (:mod:`.prompts`) only read what is
 delivered to them. The model's reasoning streams dimmed in a live row and stays in
-the log as one line; Ctrl-O shows it in full (``verbose`` shows it in full at once). An
+the log as one line; Ctrl-O shows it in full (``verbose`` shows it in full at once), and
+the last commands' output that their previews folded, as the model read it. An
 interactive session reads its next task with :meth:`BlessedTerminal.read_task`.
 """
 
@@ -247,8 +249,9 @@ class BlessedTerminal:
         answer's row when it came in the middle of one (a continued answer)."""
         self.screen.write_lines(self.view.thought_lines(verbose=self.verbose))
 
-    def expand_reasoning(self) -> None:
-        """The expand key: the reasoning shown as one line so far, in full."""
+    def expand_folded(self) -> None:
+        """The expand key: the reasoning shown as one line so far, and the last results
+        shown as a preview, in full (see :meth:`TurnView.expanded_lines`)."""
         lines = self.view.expanded_lines()
         if lines:
             self.screen.write_lines(lines)
@@ -339,7 +342,7 @@ class BlessedTerminal:
             case keys.Expand(after_answer=True):
                 self.prompts.expand_after_answer()
             case keys.Expand():
-                self.expand_reasoning()
+                self.expand_folded()
             case keys.Ignore():
                 pass
             case _:

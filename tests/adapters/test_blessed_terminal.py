@@ -13,10 +13,11 @@ from tests.adapters.vt_emulator import VirtualScreen
 from treadle.adapters.blessed_terminal import BlessedTerminal
 from treadle.adapters.blessed_terminal.display import TurnView
 from treadle.adapters.blessed_terminal.line_editor import Key
-from treadle.domain.values.conversation import ToolCall, Usage
+from treadle.domain.values.conversation import Message, ToolCall, Usage
 from treadle.domain.values.events import (
     AnswerDelta,
     ContinuationRequested,
+    MessageAdded,
     PlanStep,
     PlanUpdated,
     ReasoningDelta,
@@ -212,7 +213,7 @@ def test_a_finished_command_keeps_its_preview_and_a_failure_is_marked(rig: Rig) 
     rig.terminal.show(ToolFinished(BASH, "exit 2 · 0.40 s", True, 0.4, preview=preview))
     lines = rig.lines
     assert lines[1] == "✗ bash make · exit 2 · 0.40 s"
-    assert lines[2:4] == ["  │ cc a.c", "  │ … 40 more lines"]
+    assert lines[2:4] == ["  │ cc a.c", "  │ … 40 more lines · ctrl-o to expand"]
     assert lines[4].startswith("  │ error: nope x") and len(lines[4]) == WIDTH - 1
     assert lines[5].startswith("running bash") and len(lines) == 6  # no live output left
     written = rig.out.getvalue()
@@ -820,3 +821,60 @@ async def test_a_long_task_wraps_over_rows_that_grow_upwards_at_every_width(rig:
     assert (screen.cursor_row.startswith("› word0"), screen.x) == (True, 2)
     rig.terminal.press(Key.ENTER)
     assert await asyncio.wait_for(reading, 1) == words
+
+
+# Ctrl-O on results ----------------------------------------------------------------
+
+FULL = "exit code 0\n" + "\n".join(f"line {n}" for n in range(1, 31)) + "\n" + "y" * 150
+PREVIEW = "\n".join(
+    [*(f"line {n}" for n in range(1, 6)), "… 21 more lines", *(f"line {n}" for n in range(27, 31))]
+)
+
+
+def finished_with_a_folded_preview(rig: Rig) -> None:
+    rig.terminal.show(ToolStarted(BASH, "seq 30"))
+    rig.terminal.show(ToolFinished(BASH, "exit 0 · 0.1 s", False, 0.1, preview=PREVIEW))
+    rig.terminal.show(MessageAdded(Message("tool", FULL, tool_call_id=BASH.id)))
+
+
+def test_ctrl_o_shows_the_last_folded_results_in_full_once(rig: Rig) -> None:
+    rig.start()
+    finished_with_a_folded_preview(rig)
+    assert "line 15" not in rig.lines
+    rig.terminal.press(Key.CTRL_O)
+    lines = rig.lines
+    start = lines.index("▸ bash seq 30 · in full, as the model read it")
+    assert lines[start + 1 : start + 33] == [
+        "  │ exit code 0",
+        *(f"  │ line {n}" for n in range(1, 31)),
+        "  │ " + "y" * 95,  # a long line wraps within the width, none of it cut
+    ]
+    assert lines[start + 33] == "  │ " + "y" * 55
+    assert lines[-1].startswith("running") or "Esc to stop" in lines[-1]
+    before = rig.out.getvalue()
+    rig.terminal.press(Key.CTRL_O)  # shown once: nothing more
+    assert "in full" not in rig.out.getvalue()[len(before) :]
+
+
+def test_a_preview_that_folded_nothing_is_not_expanded(rig: Rig) -> None:
+    rig.start()
+    rig.terminal.show(ToolStarted(BASH, "echo hi"))
+    rig.terminal.show(ToolFinished(BASH, "exit 0 · 0.1 s", False, 0.1, preview="hi"))
+    rig.terminal.show(MessageAdded(Message("tool", "exit code 0\nhi", tool_call_id=BASH.id)))
+    rig.terminal.press(Key.CTRL_O)
+    assert not any("in full" in line for line in rig.lines)
+
+
+async def test_ctrl_o_at_a_question_shows_the_results_only_after_its_answer(rig: Rig) -> None:
+    rig.terminal.can_answer = True
+    rig.start()
+    finished_with_a_folded_preview(rig)
+    asking = asyncio.create_task(rig.terminal.ask_question("Go on?"))
+    await asyncio.sleep(0)
+    rig.terminal.press(Key.CTRL_O)
+    assert not any("in full" in line for line in rig.lines)  # never inside the question
+    typed(rig, "yes\n")
+    assert await asyncio.wait_for(asking, 1) == "yes"
+    lines = rig.lines
+    answered = lines.index("answer › yes")
+    assert lines[answered + 1] == "▸ bash seq 30 · in full, as the model read it"
