@@ -158,6 +158,7 @@ class BlessedTerminal:
         # The window's size and the view's live rows as last worked out, and when.
         self._worked_out: tuple[int, int, list[str]] = (0, 0, [])
         self._worked_out_at = -1.0
+        self._worked_out_for = ""  # the activity they said
         self._cursor_hidden = False  # a turn hides it (the prompt's rows show it again)
         self._cursor_shown = False  # shown in a turn, for the prompt's rows
         self._restore_registered = False
@@ -455,13 +456,19 @@ class BlessedTerminal:
     def _draw(self, now: float, *, reuse: bool = False) -> None:
         """Draw the live block; with ``reuse``, the window's size and the view's rows
         are those worked out less than 50 ms ago, if they were (answer text only)."""
-        if reuse and self._in_turn and 0 <= now - self._worked_out_at < REDRAW_AFTER_TEXT:
+        if (
+            reuse
+            and self._in_turn
+            and 0 <= now - self._worked_out_at < REDRAW_AFTER_TEXT
+            and self.view.activity == self._worked_out_for
+        ):
             width, height, view_rows = self._worked_out
         else:
             # The window's size is asked for once a draw (each ask is a system call).
             width, height = self.screen.width, max(1, int(self.term.height))
             view_rows = self.view.live_rows(now, width, height) if self._in_turn else []
             self._worked_out, self._worked_out_at = (width, height, view_rows), now
+            self._worked_out_for = self.view.activity
         rows = list(view_rows)
         pending = self.answer.pending() if self._in_turn else ""
         if pending:
