@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from treadle.adapters.blessed_terminal.screen import cell_width, fit, fit_tail
+from treadle.adapters.blessed_terminal.screen import cell_width, fit, fit_head, fit_tail
 from treadle.adapters.plain_terminal import cost_text, describe_event, shown_task, token_counts
 from treadle.domain.rules.output_preview import LIVE_LINES
 from treadle.domain.rules.resumed_view import ResumedView
@@ -25,6 +25,7 @@ from treadle.domain.values.events import (
     ContextPruned,
     ContextWindowKnown,
     ContinuationRequested,
+    MessageAdded,
     Notice,
     PlanStep,
     PlanUpdated,
@@ -63,6 +64,9 @@ OUTPUT_ROWS = 10
 """Rows of the live block the running commands' last lines may take, all of them."""
 GUTTER = "  │ "
 """What a command's output is shown behind, live and in its preview."""
+EXPANDED_RESULTS = 4
+"""Finished commands whose preview left something out that the expand key shows in full
+(the last ones: the expand key is for what just happened)."""
 
 
 def _plain(text: str) -> str:
@@ -179,6 +183,11 @@ class TurnView:
     """Characters of the reasoning streaming now that the expand key already showed."""
     collapsed: list[str] = field(default_factory=list)
     """Reasoning shown as one line, kept until the expand key shows it in full."""
+    folded: dict[tuple[str, str], str] = field(default_factory=dict)
+    """The last commands whose preview left lines out or cut them, by agent and call id:
+    the line that names them, until the expand key shows what the model read in full."""
+    results: dict[tuple[str, str], str] = field(default_factory=dict)
+    """What the model read of those commands, as their results came."""
     approved_diffs: set[str] = field(default_factory=set)
     """Diffs the person saw with an approval question: not shown a second time."""
     width: int = 0
@@ -225,9 +234,29 @@ class TurnView:
         return [self.styles.dim(f"{THOUGHT} thought for {words:,} {noun} · {EXPAND_KEY} to expand")]
 
     def expanded_lines(self) -> list[str]:
-        """The reasoning shown collapsed so far, in full (then forgotten: shown once),
-        and what the reasoning streaming now has said so far: the rest of it then
-        follows in full when it ends, instead of its folded line."""
+        """The expand key: the reasoning shown collapsed so far, in full, and what the
+        reasoning streaming now has said so far (the rest of it then follows in full
+        when it ends, instead of its folded line); then the last commands' results
+        whose preview left something out, in full, as the model read them. Each is
+        shown once, then forgotten."""
+        return self._expanded_reasoning() + self._expanded_results()
+
+    def _expanded_results(self) -> list[str]:
+        s = self.styles
+        folded, self.folded = self.folded, {}
+        results, self.results = self.results, {}
+        room = max(1, self.width - 1 - cell_width(GUTTER)) if self.width else 0
+        lines: list[str] = []
+        for key, name in folded.items():
+            text = results.get(key)
+            if text is None:  # no result yet (it comes after the call's line)
+                continue
+            lines.append(s.dim("▸ ") + name + s.dim(" · in full, as the model read it"))
+            for line in text.split("\n"):
+                lines += [s.dim(GUTTER) + row for row in _rows_of(printable(line), room)]
+        return lines
+
+    def _expanded_reasoning(self) -> list[str]:
         texts, self.collapsed = self.collapsed, []
         lines = [line for text in texts for line in self._thought(text)]
         whole = "".join(self.thinking)
@@ -281,6 +310,10 @@ class TurnView:
                     tool.output = lines
             case ToolFinished():
                 return self._tool_lines(event)
+            case MessageAdded(message=message) if message.role == "tool":
+                key = (event.agent, message.tool_call_id or "")
+                if key in self.folded:
+                    self.results[key] = message.text
             case RetryScheduled(pause=pause, error=error) if main:
                 self.retry_at = now + pause
                 self.retry_error = one_line(error, 80)
@@ -353,6 +386,10 @@ class TurnView:
         shown_tag = s.magenta(tag) if tag else ""
         line = f"{mark} {shown_tag}{s.bold(name)} {summary} {shown_status}"
         output = self.output_lines(event.preview)
+        if output and self._folds(event.preview):
+            self.folded[(event.agent, event.call.id)] = f"{shown_tag}{s.bold(name)} {summary}"
+            while len(self.folded) > EXPANDED_RESULTS:
+                del self.folded[next(iter(self.folded))]
         if event.diff in self.approved_diffs:  # it is on the screen, with the question
             self.approved_diffs.discard(event.diff)
             return [line, *output]
@@ -369,10 +406,18 @@ class TurnView:
         for line in preview.split("\n"):
             text = printable(line)
             shown = fit(text, room) if room else text
-            if text.startswith("… ") and text.endswith((" more line", " more lines")):
-                shown = s.dim(shown)
+            if _is_more_lines(text):
+                shown = s.dim(shown + f" · {EXPAND_KEY} to expand")
             rows.append(s.dim(GUTTER) + shown)
         return rows
+
+    def _folds(self, preview: str) -> bool:
+        """Whether the preview leaves out lines, or the width cuts one of them."""
+        room = max(1, self.width - 1 - cell_width(GUTTER)) if self.width else 0
+        return any(
+            _is_more_lines(line) or (room and cell_width(printable(line)) > room)
+            for line in preview.split("\n")
+        )
 
     def ending_lines(self, event: TurnEnded, resume_hint: str) -> list[str]:
         """The turn's totals, then its outcome line (and how to resume a paused turn)."""
@@ -444,6 +489,22 @@ class TurnView:
         elapsed = format_elapsed(now - self.started)
         rows.append(s.dim(status_line(activity, counts, elapsed, width - 1)))
         return rows
+
+
+def _is_more_lines(line: str) -> bool:
+    return line.startswith("… ") and line.endswith((" more line", " more lines"))
+
+
+def _rows_of(line: str, room: int) -> list[str]:
+    """``line`` in rows of ``room`` columns (0: one row), broken where it reaches it."""
+    if not room or cell_width(line) <= room:
+        return [line]
+    rows: list[str] = []
+    while line:
+        row, _ = fit_head(line, room)
+        rows.append(row)
+        line = line[len(row) :]
+    return rows
 
 
 def status_line(activity: str, counts: Sequence[str], elapsed: str, width: int) -> str:

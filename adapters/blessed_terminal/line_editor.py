@@ -17,13 +17,10 @@ from __future__ import annotations
 
 from typing import Final, Literal
 
-from treadle.adapters.blessed_terminal.screen import cell_width, fit, fit_tail
+from treadle.adapters.blessed_terminal.screen import cell_width
 from treadle.domain.rules import keys
 
 Ending = Literal["submit", "eof", "cancel"]
-
-
-LINE_BREAK = "⏎"
 
 
 class Key:
@@ -117,6 +114,10 @@ class LineEditor:
                 self._set(recalled, len(recalled))
         return None
 
+    def put(self, text: str) -> None:
+        """Start the line again with ``text``, the cursor at its end."""
+        self._set(text, len(text))
+
     def take(self) -> str:
         """The submitted line, kept in the history; the editor starts a new line."""
         line = self.text
@@ -126,17 +127,75 @@ class LineEditor:
         self._recalled = len(self.history)
         return line
 
-    def view(self, width: int) -> tuple[str, int]:
-        """What fits in ``width`` columns around the cursor, and the cursor's column in it.
+    def layout(self, room: int, most: int = 1_000) -> tuple[list[str], int, int]:
+        """The text wrapped into rows of ``room`` columns, and the row and column of the
+        cursor in them. Rows break after a space, as an answer's words do (a word longer
+        than a row is broken); a line break in the text starts a row, and a cursor past
+        a full row starts one. At most ``most`` rows, the cursor's among them.
 
-        Line breaks show as ⏎: the prompt stays one row.
+        >>> editor = LineEditor(); editor.text, editor.cursor = "ab cd ef", 8
+        >>> editor.layout(6)
+        (['ab cd ', 'ef'], 1, 2)
         """
-        shown_text = self.text.replace("\n", LINE_BREAK)
-        before, after = shown_text[: self.cursor], shown_text[self.cursor :]
-        if cell_width(before) <= width - 2:
-            return fit(shown_text, width - 1), cell_width(before)
-        shown, used = fit_tail(before, width - 3)
-        return "…" + shown + fit(after, max(1, width - 2 - used)), used + 1
+        room = max(1, room)
+        text = self.text
+        spans = _rows(text, room)
+        cursor = min(self.cursor, len(text))
+        row, column = len(spans) - 1, 0
+        for number, (start, end, hard) in enumerate(spans):
+            last = number == len(spans) - 1
+            if start <= cursor < end or (cursor == end and (hard or last)):
+                row, column = number, _width(text[start:cursor])
+                break
+        # A space that hangs past the end of its row is not shown (the cursor may be).
+        shown = [_fitted(text[start:end], room) for start, end, _ in spans]
+        if row == len(shown) - 1 and column >= room:  # the cursor after a full last row
+            shown.append("")
+            row, column = row + 1, 0
+        most = max(1, most)
+        if len(shown) > most:
+            first = min(max(0, row - most + 1), len(shown) - most)
+            shown, row = shown[first : first + most], row - first
+        return shown, row, column
 
     def _set(self, text: str, cursor: int) -> None:
         self.text, self.cursor = text, cursor
+
+
+def _width(text: str) -> int:
+    return len(text) if text.isascii() else cell_width(text)
+
+
+def _fitted(row: str, room: int) -> str:
+    return row[:-1] if row.endswith(" ") and _width(row) > room else row
+
+
+def _rows(text: str, room: int) -> list[tuple[int, int, bool]]:
+    """Where each row of ``text`` starts and ends in ``room`` columns, and whether a line
+    break ends it (the break itself is on no row)."""
+    rows: list[tuple[int, int, bool]] = []
+    start = column = 0
+    space = -1  # the last space on the row: a row that fills up breaks after it
+    for index, char in enumerate(text):
+        if char == "\n":
+            rows.append((start, index, True))
+            start, column, space = index + 1, 0, -1
+            continue
+        size = 1 if char.isascii() else cell_width(char)
+        if column + size > room:
+            if char == " ":  # it hangs at the end of the row
+                rows.append((start, index + 1, False))
+                start, column, space = index + 1, 0, -1
+                continue
+            if space >= start:
+                rows.append((start, space + 1, False))
+                start, space = space + 1, -1
+                column = _width(text[start:index])
+            if column + size > room:
+                rows.append((start, index, False))
+                start, column, space = index, 0, -1
+        if char == " ":
+            space = index
+        column += size
+    rows.append((start, len(text), False))
+    return rows

@@ -278,6 +278,10 @@ def _wrap(spans: list[Span], width: int) -> list[str]:
     """The spans word-wrapped to ``width`` columns, styled; a word wider than a whole
     row is broken. Never an empty list: an empty text is one empty row."""
     width = max(1, width)
+    if len(spans) == 1 and spans[0][1] is _plain and spans[0][0].isascii():
+        plain = _wrap_plain(spans[0][0], width)  # most lines of most answers
+        if plain is not None:
+            return plain
     rows: list[str] = []
     row: list[str] = []
     used = 0
@@ -309,6 +313,28 @@ def _wrap(spans: list[Span], width: int) -> list[str]:
             used += size
     if row or not rows:
         rows.append("".join(row))
+    return rows
+
+
+def _wrap_plain(text: str, width: int) -> list[str] | None:
+    """:func:`_wrap` for one unstyled ASCII text (a column per character), or None when
+    a word is wider than a row (the general way breaks it)."""
+    words = text.split()
+    if not words:
+        return [""]
+    rows: list[str] = []
+    start = 0  # the first word of the row being filled
+    used = -1
+    for index, word in enumerate(words):
+        size = len(word)
+        if size > width:
+            return None
+        if used + 1 + size > width:
+            rows.append(" ".join(words[start:index]))
+            start, used = index, size
+        else:
+            used += 1 + size
+    rows.append(" ".join(words[start:]))
     return rows
 
 

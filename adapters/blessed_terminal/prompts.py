@@ -4,6 +4,12 @@
 the person. It judges no key: the terminal routes each one
 (:func:`treadle.domain.rules.keys.route`) and hands it here only to be read
 (:meth:`Prompts.deliver`) or kept for the next prompt (:meth:`Prompts.queue`).
+
+What is typed while a turn runs is the next prompt's line, typed ahead: it shows under
+the status line as it is edited, and Enter queues it (``queued: …`` above the prompt),
+to be sent when the turn ends, one line a turn. Esc stops the turn at once, as it
+always does; what was queued is then not sent but waits on the prompt, to be edited,
+sent with Enter, or dropped with Esc (:meth:`Prompts.keep_queued`).
 """
 
 from __future__ import annotations
@@ -16,13 +22,7 @@ from typing import Any, Final, Literal, Protocol
 
 from treadle.adapters.blessed_terminal.display import Styles, TurnView, diff_lines
 from treadle.adapters.blessed_terminal.line_editor import Ending, Key, LineEditor
-from treadle.adapters.blessed_terminal.screen import (
-    HIDE_CURSOR,
-    SHOW_CURSOR,
-    Screen,
-    cell_width,
-    fit,
-)
+from treadle.adapters.blessed_terminal.screen import Screen, cell_width, fit
 from treadle.domain.rules.diffs import bounded_diff
 from treadle.domain.values.text import one_line, printable
 from treadle.domain.values.tools import ApprovalAnswer, ApprovalRequest, Declined
@@ -37,6 +37,9 @@ SHOWN_CHARACTERS = 4_000
 SHOWN_LINE_WIDTH = 400
 """Characters shown at once of one line of a diff being approved (its head and tail)."""
 VIEW_HINT = "press v to see all of it"
+MAX_QUEUED = 20
+"""Lines that can wait to be sent after the turn; Enter on one more does nothing."""
+QUEUED = "queued › "
 
 
 def folded(subject: str) -> tuple[list[str], bool]:
@@ -74,9 +77,6 @@ class _Line:
 class Live(Protocol):
     """What the prompts need of the terminal around them."""
 
-    @property
-    def cursor_hidden(self) -> bool: ...
-
     def redraw(self) -> None:
         """Draw the live rows, the prompt's row among them, and flush."""
 
@@ -85,17 +85,19 @@ class Live(Protocol):
 
     def let_go(self) -> None: ...
 
-    def expand_reasoning(self) -> None:
-        """Show the reasoning in full (the expand key, kept until a question ended)."""
+    def expand_folded(self) -> None:
+        """Show the reasoning and the last results in full (the expand key, kept until a
+        question ended)."""
 
 
 class Prompts:
     """Approvals, questions and the task prompt, read key by key.
 
-    ``row`` is the prompt's row and its cursor column while one is read, for the
-    terminal to draw under its live rows. ``reading`` says what is read: ``"task"``,
-    ``"answer"`` (a question or an approval), ``"aside"`` (the words of a no) or None;
-    ``typed`` is the line typed so far.
+    :meth:`live_rows` are the prompt's rows, for the terminal to draw under its own
+    (the lines queued, then the line being read or typed ahead). ``reading`` says what
+    is read: ``"task"``, ``"answer"`` (a question or an approval), ``"aside"`` (the
+    words of a no) or None; ``typed`` is the line typed so far. ``queued`` holds the
+    lines typed during the turn and sent, one a prompt, once it ended.
     """
 
     def __init__(
@@ -107,7 +109,8 @@ class Prompts:
         self.view = view
         self.live = live
         self.can_answer = False
-        self.row: tuple[str, int] | None = None
+        self.queued: list[str] = []
+        self._choice: str | None = None  # the choices' row while one is read
         # Keys given to the prompt being read, or kept ahead of the next one.
         self._keys: asyncio.Queue[str] = asyncio.Queue()
         self._keys_loop: asyncio.AbstractEventLoop | None = None
@@ -140,10 +143,51 @@ class Prompts:
         else:
             self._keys.put_nowait(key)
 
-    def queue(self, text: str) -> None:
-        """Typed ahead while no prompt is read: the next prompt starts with it."""
-        if self._keys.qsize() < 4_096:
-            self._keys.put_nowait(text)
+    def queue(self, key: str) -> None:
+        """A key typed while no prompt is read (a turn runs): it edits the next prompt's
+        line, shown as it is typed; Enter queues the line to be sent once the turn
+        ended, and Up on an empty line takes the last one queued back to edit."""
+        editor = self._task_editor
+        if key == Key.ENTER:
+            if editor.text.strip() and len(self.queued) < MAX_QUEUED:
+                self.queued.append(editor.take())
+        elif key == Key.UP and not editor.text and self.queued:
+            editor.put(self.queued.pop())
+        elif key != QUIT:
+            editor.press(key)  # no line ends here: Ctrl-D on an empty line does nothing
+        self.live.redraw()
+
+    def keep_queued(self) -> None:
+        """The turn is stopped (Esc): what was queued is not sent after it but waits on
+        the next prompt, with what was being typed, to be edited, sent or dropped."""
+        if self.queued:
+            editor = self._task_editor
+            editor.put("\n".join([*self.queued, *([editor.text] if editor.text else [])]))
+            self.queued = []
+
+    def live_rows(self, width: int, height: int) -> tuple[list[str], int | None, int]:
+        """The prompt's rows under the terminal's own, at most half the window, and where
+        the cursor goes: its column and how many rows above the last (None: no cursor).
+        While a question is read, the line typed ahead waits unseen (never lost)."""
+        s = self.styles
+        rows = [
+            s.dim(QUEUED) + fit(_one_row(text), max(1, width - 1 - len(QUEUED)))
+            for text in self.queued
+        ]
+        if self._choice is not None:
+            rows.append(self._choice)
+            return rows, cell_width(self.term.strip_seqs(self._choice)), 0
+        if self._line is not None:
+            label, label_width, editor = self._line.label, self._line.label_width, self._line.editor
+        elif not self._reading and self._task_editor.text:
+            label, label_width, editor = s.dim("› "), 2, self._task_editor
+        else:
+            return rows, None, 0
+        most = max(1, (height - 2) // 2)
+        texts, row, column = editor.layout(max(4, width - 1 - label_width), most)
+        indent = " " * label_width
+        rows += [(label if not n else indent) + text for n, text in enumerate(texts)]
+        return rows, label_width + column, len(texts) - 1 - row
 
     def expand_after_answer(self) -> None:
         """The expand key, pressed at a question: it shows the reasoning once answered."""
@@ -222,6 +266,12 @@ class Prompts:
         says how to leave (a second one leaves at once: the terminal's router sees to it).
         """
         label = self.styles.bold(self.styles.cyan(prompt))
+        if self.queued:  # typed during the turn that just ended: sent now
+            text = self.queued.pop(0)
+            self.screen.write_lines([label + printable(text)])
+            self.submitted = text.strip()
+            self.live.redraw()
+            return text
         ending, text = await self._read_line(label, self._task_editor, clear_on_cancel=True)
         if ending != "submit":
             return None
@@ -242,7 +292,7 @@ class Prompts:
         come here: they stop the turn, which then cancels this prompt)."""
         self._forget_typed_keys()  # a key typed before the question is no answer to it
         async with self._reading_keys():
-            self.row = (row, cell_width(self.term.strip_seqs(row)))
+            self._choice = row
             while True:
                 self.live.redraw()
                 key = await self._keys.get()
@@ -310,13 +360,10 @@ class Prompts:
         # Ended now: the keys that follow wait for the next prompt.
         self._line = None
         self._reading = False
-        self.row = None
         if not line.ended.done():
             line.ended.set_result((ending, text))
 
     def _show(self, line: _Line) -> None:
-        shown, column = line.editor.view(max(4, self.screen.width - line.label_width))
-        self.row = (line.label + shown, line.label_width + column)
         self.live.redraw()
 
     def _forget_typed_keys(self) -> None:
@@ -331,15 +378,12 @@ class Prompts:
         self._keys_loop = loop
         self._reading = True
         self.live.hold()
-        self.screen.write_raw(SHOW_CURSOR)
         try:
             yield
         finally:
             self._reading = False
             self._line = None
-            self.row = None
-            if self.live.cursor_hidden:
-                self.screen.write_raw(HIDE_CURSOR)
+            self._choice = None
             self.live.let_go()
             self.live.redraw()
 
@@ -360,10 +404,15 @@ class Prompts:
                     self.view.activity = before
                 if self._expand_after_question:
                     self._expand_after_question = False
-                    self.live.expand_reasoning()
+                    self.live.expand_folded()
 
     def _lock(self) -> asyncio.Lock:
         # Sub-agents may ask while the main agent asks: one prompt at a time.
         if self._asking is None:
             self._asking = asyncio.Lock()
         return self._asking
+
+
+def _one_row(text: str) -> str:
+    """A queued line on one row: its line breaks shown as ⏎."""
+    return printable(text.replace("\n", "⏎"))

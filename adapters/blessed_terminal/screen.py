@@ -83,6 +83,21 @@ def fit(text: str, width: int) -> str:
     return "".join(kept) + "…"
 
 
+def fit_head(text: str, width: int) -> tuple[str, int]:
+    """The start of ``text`` that fits in ``width`` columns (a character at least), and
+    the columns it takes."""
+    if text.isascii():
+        head = text[: max(1, width)]
+        return head, len(head)
+    used = 0
+    for index, char in enumerate(text):
+        size = max(0, wcwidth(char))
+        if used + size > width and index:
+            return text[:index], used
+        used += size
+    return text, used
+
+
 def fit_tail(text: str, width: int) -> tuple[str, int]:
     """The end of ``text`` that fits in ``width`` columns, and the columns it takes."""
     kept: list[str] = []
@@ -124,7 +139,7 @@ class Screen:
         self.cursor_in_live = False  # a prompt holds the cursor inside the live block
         self._pending: list[str] = []
         self._last_width = 0
-        self._cursor: int | None = None
+        self._cursor: tuple[int | None, int] = (None, 0)
         # Asking the terminal its size is a system call; answer text, which comes in
         # thousands of small pieces, uses the width last asked for (every redraw asks).
         self._known_width = 0
@@ -218,11 +233,13 @@ class Screen:
         cursor: int | None = None,
         *,
         size: tuple[int, int] | None = None,
+        cursor_up: int = 0,
     ) -> None:
         """Show ``rows`` (already cut to fit) under the log, replacing what was there.
 
-        With ``cursor``, the cursor is left on the last row at that column (a prompt);
-        otherwise it goes back to the end of the log. Unchanged rows are not redrawn.
+        With ``cursor``, the cursor is left at that column on the last row, or
+        ``cursor_up`` rows above it (a prompt of several rows); otherwise it goes back
+        to the end of the log. Unchanged rows are not redrawn.
         ``size`` is the window's (width, height) when the caller has just asked for it.
         """
         if not self.live:
@@ -232,7 +249,7 @@ class Screen:
         if width != self._last_width:
             self._resized(width)
         rows = tuple(rows[-max(1, height - 2) :]) if rows else ()
-        if rows and rows == self.shown and cursor == self._cursor:
+        if rows and rows == self.shown and (cursor, cursor_up) == self._cursor:
             return
         if not rows:
             self.hide_live()
@@ -256,12 +273,14 @@ class Screen:
         if cursor is None:
             parts.append(RESTORE_CURSOR)
         else:
-            parts.append("\r" + (f"\x1b[{cursor}C" if cursor > 0 else ""))
+            up = min(cursor_up, len(rows) - 1)
+            parts.append("\r" + (f"\x1b[{up}A" if up > 0 else ""))
+            parts.append(f"\x1b[{cursor}C" if cursor > 0 else "")
             self.cursor_in_live = True
         self._pending.append("".join(parts))
         self.live_rows = len(rows)
         self.shown = rows
-        self._cursor = cursor
+        self._cursor = (cursor, cursor_up)
 
     def _draw_bare_prompt(self, row: str | None, cursor: int | None) -> None:
         """A prompt on a terminal without cursor controls: carriage return and backspace."""

@@ -9,10 +9,12 @@ Example::
 While a turn runs, the keyboard is read and the live rows are redrawn on a short
 tick; both end with the turn, leaving the terminal as it was. Every key is routed by
 :func:`treadle.domain.rules.keys.route` (Esc or Ctrl-C stops the turn, a second
-Ctrl-C leaves at once, a key typed during the turn waits for the next prompt) and
+Ctrl-C leaves at once, a key typed during the turn edits the next prompt's line, shown
+and queued with Enter, see :mod:`.prompts`) and
 the answer carried out here; the prompts (:mod:`.prompts`) only read what is
 delivered to them. The model's reasoning streams dimmed in a live row and stays in
-the log as one line; Ctrl-O shows it in full (``verbose`` shows it in full at once). An
+the log as one line; Ctrl-O shows it in full (``verbose`` shows it in full at once), and
+the last commands' output that their previews folded, as the model read it. An
 interactive session reads its next task with :meth:`BlessedTerminal.read_task`.
 """
 
@@ -153,7 +155,12 @@ class BlessedTerminal:
         self._holds = 0
         self._ticker: asyncio.Task[None] | None = None
         self._last_draw = 0.0
-        self._cursor_hidden = False
+        # The window's size and the view's live rows as last worked out, and when.
+        self._worked_out: tuple[int, int, list[str]] = (0, 0, [])
+        self._worked_out_at = -1.0
+        self._worked_out_for = ""  # the activity they said
+        self._cursor_hidden = False  # a turn hides it (the prompt's rows show it again)
+        self._cursor_shown = False  # shown in a turn, for the prompt's rows
         self._restore_registered = False
 
     # The Terminal port -------------------------------------------------------------
@@ -169,10 +176,13 @@ class BlessedTerminal:
                 if rows:
                     self.screen.write_lines(rows)
                 now = self._now()
-                # A new line shows at once; a line growing, at most every 50 ms.
+                # A new line shows at once; a line growing, at most every 50 ms. The
+                # status rows drawn under a new line are those of the last 50 ms: they
+                # say the same (the times move by tenths), and working them out again
+                # for each line of a fast stream cost more than the line itself.
                 fresh = rows or ended_reasoning or not self._drew_pending
                 if fresh or now - self._last_draw >= REDRAW_AFTER_TEXT:
-                    self._draw(now)
+                    self._draw(now, reuse=not ended_reasoning)
                     self.screen.flush()
             return
         now = self._now()
@@ -229,10 +239,6 @@ class BlessedTerminal:
 
     # The prompts' terminal (their Live) --------------------------------------------
 
-    @property
-    def cursor_hidden(self) -> bool:
-        return self._cursor_hidden
-
     def redraw(self) -> None:
         self._draw(self._now())
         self.screen.flush()
@@ -244,8 +250,9 @@ class BlessedTerminal:
         answer's row when it came in the middle of one (a continued answer)."""
         self.screen.write_lines(self.view.thought_lines(verbose=self.verbose))
 
-    def expand_reasoning(self) -> None:
-        """The expand key: the reasoning shown as one line so far, in full."""
+    def expand_folded(self) -> None:
+        """The expand key: the reasoning shown as one line so far, and the last results
+        shown as a preview, in full (see :meth:`TurnView.expanded_lines`)."""
         lines = self.view.expanded_lines()
         if lines:
             self.screen.write_lines(lines)
@@ -336,7 +343,7 @@ class BlessedTerminal:
             case keys.Expand(after_answer=True):
                 self.prompts.expand_after_answer()
             case keys.Expand():
-                self.expand_reasoning()
+                self.expand_folded()
             case keys.Ignore():
                 pass
             case _:
@@ -356,6 +363,7 @@ class BlessedTerminal:
         if self._interrupt is None:  # a question outside a turn: nothing to stop
             return
         self.view.stopping()
+        self.prompts.keep_queued()
         self._interrupt()
         self.redraw()
 
@@ -389,6 +397,7 @@ class BlessedTerminal:
         if self.screen.live:
             self.screen.write_raw(HIDE_CURSOR)
             self._cursor_hidden = True
+            self._cursor_shown = False
         self.hold()
         self.screen.flush()
 
@@ -444,17 +453,31 @@ class BlessedTerminal:
             self._draw(self._now())
             self.screen.flush()
 
-    def _draw(self, now: float) -> None:
-        # The window's size is asked for once a draw (each ask is a system call).
-        width, height = self.screen.width, max(1, int(self.term.height))
-        rows = self.view.live_rows(now, width, height) if self._in_turn else []
+    def _draw(self, now: float, *, reuse: bool = False) -> None:
+        """Draw the live block; with ``reuse``, the window's size and the view's rows
+        are those worked out less than 50 ms ago, if they were (answer text only)."""
+        if (
+            reuse
+            and self._in_turn
+            and 0 <= now - self._worked_out_at < REDRAW_AFTER_TEXT
+            and self.view.activity == self._worked_out_for
+        ):
+            width, height, view_rows = self._worked_out
+        else:
+            # The window's size is asked for once a draw (each ask is a system call).
+            width, height = self.screen.width, max(1, int(self.term.height))
+            view_rows = self.view.live_rows(now, width, height) if self._in_turn else []
+            self._worked_out, self._worked_out_at = (width, height, view_rows), now
+            self._worked_out_for = self.view.activity
+        rows = list(view_rows)
         pending = self.answer.pending() if self._in_turn else ""
         if pending:
             rows[:0] = pending_rows(pending, width)
         self._drew_pending = bool(pending)
-        cursor = None
-        if self.prompts.row is not None:
-            row, cursor = self.prompts.row
-            rows.append(row)
-        self.screen.draw_live(rows, cursor, size=(width, height))
+        prompt, cursor, cursor_up = self.prompts.live_rows(width, height)
+        rows += prompt
+        self.screen.draw_live(rows, cursor, size=(width, height), cursor_up=cursor_up)
+        if self._cursor_hidden and (cursor is not None) != self._cursor_shown:
+            self._cursor_shown = cursor is not None
+            self.screen.write_raw(SHOW_CURSOR if self._cursor_shown else HIDE_CURSOR)
         self._last_draw = now

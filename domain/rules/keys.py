@@ -2,7 +2,7 @@
 
 The terminal reads a key, says what it is doing (:class:`Mode`) and when the last Ctrl-C
 came, and :func:`route` answers with the new memory of the last Ctrl-C and one
-:data:`Action`: give the key to the prompt being read, keep it for the next prompt,
+:data:`Action`: give the key to the prompt being read, type it ahead on the next prompt's line,
 stop the running turn, leave at once, or show the model's reasoning. Nothing else
 in treadle judges a key or a second Ctrl-C; a SIGINT is judged as a Ctrl-C during a
 turn.
@@ -56,7 +56,8 @@ class Deliver:
 
 @dataclass(frozen=True, slots=True)
 class Queue:
-    """Keep the text for the next prompt, which starts with it (typed ahead)."""
+    """Give the key to the next prompt's line, typed ahead while no prompt is read: it
+    shows as it is edited, and Enter queues it to be sent when the turn ends."""
 
     text: str
 

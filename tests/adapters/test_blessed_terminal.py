@@ -13,10 +13,11 @@ from tests.adapters.vt_emulator import VirtualScreen
 from treadle.adapters.blessed_terminal import BlessedTerminal
 from treadle.adapters.blessed_terminal.display import TurnView
 from treadle.adapters.blessed_terminal.line_editor import Key
-from treadle.domain.values.conversation import ToolCall, Usage
+from treadle.domain.values.conversation import Message, ToolCall, Usage
 from treadle.domain.values.events import (
     AnswerDelta,
     ContinuationRequested,
+    MessageAdded,
     PlanStep,
     PlanUpdated,
     ReasoningDelta,
@@ -129,6 +130,32 @@ def test_the_answer_streams_onto_one_row_with_the_status_line_under_it(rig: Rig)
     assert screen.cursor_row == "The test fails because"  # the next piece lands here
 
 
+def test_a_fast_stream_of_lines_works_the_status_rows_out_once_per_fifty_ms(
+    rig: Rig, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rig.start()
+    view = rig.terminal.view
+    worked_out: list[float] = []
+    live_rows = view.live_rows
+
+    def counted(now: float, width: int, height: int = 10_000) -> list[str]:
+        worked_out.append(now)
+        return live_rows(now, width, height)
+
+    monkeypatch.setattr(view, "live_rows", counted)
+    rig.time.now += 0.1
+    for number in range(100):  # 100 lines in 40 ms
+        rig.terminal.show(AnswerDelta(f"line {number}\n"))
+        rig.time.now += 0.0004
+    assert len(worked_out) == 1
+    screen = rig.screen()
+    assert screen.lines[-2:] == ["line 99", screen.lines[-1]]
+    assert screen.lines[-1].startswith("writing the answer")
+    rig.time.now += 0.05
+    rig.terminal.show(AnswerDelta("one more\n"))
+    assert len(worked_out) == 2
+
+
 def test_answer_text_after_a_newline_pushes_the_status_line_down(rig: Rig) -> None:
     rig.start()
     rig.terminal.show(AnswerDelta("first line"))
@@ -186,7 +213,7 @@ def test_a_finished_command_keeps_its_preview_and_a_failure_is_marked(rig: Rig) 
     rig.terminal.show(ToolFinished(BASH, "exit 2 · 0.40 s", True, 0.4, preview=preview))
     lines = rig.lines
     assert lines[1] == "✗ bash make · exit 2 · 0.40 s"
-    assert lines[2:4] == ["  │ cc a.c", "  │ … 40 more lines"]
+    assert lines[2:4] == ["  │ cc a.c", "  │ … 40 more lines · ctrl-o to expand"]
     assert lines[4].startswith("  │ error: nope x") and len(lines[4]) == WIDTH - 1
     assert lines[5].startswith("running bash") and len(lines) == 6  # no live output left
     written = rig.out.getvalue()
@@ -703,3 +730,151 @@ async def test_an_approval_says_why_an_allowed_prefix_did_not_cover_it(rig: Rig)
     await asyncio.sleep(0)
     rig.terminal.press(Key.ENTER)  # no words for the model: a plain no
     assert await asyncio.wait_for(asking, 1) == "no"
+
+
+# Typed during a turn ---------------------------------------------------------------
+
+
+def typed(rig: Rig, text: str) -> None:
+    for key in text:
+        rig.terminal.press(Key.ENTER if key == "\n" else key)
+
+
+async def test_what_is_typed_in_a_turn_shows_under_the_status_and_is_sent_once_it_ended(
+    rig: Rig,
+) -> None:
+    rig.start()
+    typed(rig, "run the testz")
+    rig.terminal.press(Key.BACKSPACE)
+    typed(rig, "s")
+    screen = rig.screen()
+    assert screen.lines[-2].startswith("waiting for the model") or "Esc to stop" in screen.lines[-2]
+    assert (screen.cursor_row, screen.x) == ("› run the tests", 15)  # edited as it is typed
+    typed(rig, "\nthen commit")
+    assert rig.lines[-2:] == ["queued › run the tests", "› then commit"]
+    rig.terminal.show(ended(TurnOutcome(OutcomeKind.FINISHED)))
+    # The turn ended: the queued line is the next task, at once, and shown as one.
+    assert await asyncio.wait_for(rig.terminal.read_task(), 1) == "run the tests"
+    assert "› run the tests" in rig.lines
+    rig.start("run the tests")
+    assert rig.lines[-1] == "› then commit"  # what was being typed still is
+
+
+async def test_up_on_an_empty_line_takes_the_last_queued_line_back_to_edit(rig: Rig) -> None:
+    rig.start()
+    typed(rig, "first\nsecond\n")
+    assert rig.lines[-2:] == ["queued › first", "queued › second"]
+    rig.terminal.press(Key.UP)
+    typed(rig, "!")
+    assert rig.lines[-2:] == ["queued › first", "› second!"]
+
+
+async def test_esc_stops_the_turn_at_once_and_what_was_queued_waits_on_the_prompt_unsent(
+    rig: Rig,
+) -> None:
+    rig.start()
+    typed(rig, "try the other way\nand")
+    rig.terminal.press(Key.ESC)
+    assert rig.interrupts == 1  # the turn stops at once, queued text or not
+    assert not any(row.startswith("queued ›") for row in rig.lines)
+    rig.terminal.show(ended(TurnOutcome(OutcomeKind.PAUSED)))
+    reading = asyncio.create_task(rig.terminal.read_task())
+    await asyncio.sleep(0)
+    assert rig.lines[-2:] == ["› try the other way", "  and"]  # editable, not sent
+    assert not reading.done()
+    rig.terminal.press(Key.ESC)  # and a second Esc drops it
+    assert rig.lines[-1] == "›"
+    typed(rig, "fresh\n")
+    assert await asyncio.wait_for(reading, 1) == "fresh"
+
+
+async def test_a_question_is_not_answered_by_what_was_typed_ahead(rig: Rig) -> None:
+    rig.terminal.can_answer = True
+    rig.start()
+    typed(rig, "later")
+    asking = asyncio.create_task(rig.terminal.ask_question("Which file?"))
+    await asyncio.sleep(0)
+    assert rig.screen().cursor_row == "answer ›"
+    typed(rig, "a.py\n")
+    assert await asyncio.wait_for(asking, 1) == "a.py"
+    assert rig.lines[-1] == "› later"
+
+
+async def test_a_long_task_wraps_over_rows_that_grow_upwards_at_every_width(rig: Rig) -> None:
+    reading = asyncio.create_task(rig.terminal.read_task())
+    await asyncio.sleep(0)
+    words = " ".join(f"word{n}" for n in range(40))  # 309 characters
+    typed(rig, words)
+    for columns in (100, 60, 40, 120):
+        rig.term.columns = columns
+        rig.terminal.redraw()
+        screen = VirtualScreen(columns, HEIGHT).feed(rig.out.getvalue())
+        first = next(i for i, row in enumerate(screen.lines) if row.startswith("› word0 "))
+        rows = screen.lines[first:]
+        assert len(rows) >= len(words) // (columns - 3)  # grown up from the bottom row
+        assert all(len(row) <= columns - 1 for row in rows)
+        assert all(row.startswith("  word") for row in rows[1:])  # words never broken
+        assert " ".join(row[2:] for row in rows).split() == words.split()  # none lost
+        assert screen.cursor_row == rows[-1] and screen.x == len(rows[-1])
+    rig.terminal.press(Key.HOME)
+    screen = VirtualScreen(120, HEIGHT).feed(rig.out.getvalue())
+    assert (screen.cursor_row.startswith("› word0"), screen.x) == (True, 2)
+    rig.terminal.press(Key.ENTER)
+    assert await asyncio.wait_for(reading, 1) == words
+
+
+# Ctrl-O on results ----------------------------------------------------------------
+
+FULL = "exit code 0\n" + "\n".join(f"line {n}" for n in range(1, 31)) + "\n" + "y" * 150
+PREVIEW = "\n".join(
+    [*(f"line {n}" for n in range(1, 6)), "… 21 more lines", *(f"line {n}" for n in range(27, 31))]
+)
+
+
+def finished_with_a_folded_preview(rig: Rig) -> None:
+    rig.terminal.show(ToolStarted(BASH, "seq 30"))
+    rig.terminal.show(ToolFinished(BASH, "exit 0 · 0.1 s", False, 0.1, preview=PREVIEW))
+    rig.terminal.show(MessageAdded(Message("tool", FULL, tool_call_id=BASH.id)))
+
+
+def test_ctrl_o_shows_the_last_folded_results_in_full_once(rig: Rig) -> None:
+    rig.start()
+    finished_with_a_folded_preview(rig)
+    assert "line 15" not in rig.lines
+    rig.terminal.press(Key.CTRL_O)
+    lines = rig.lines
+    start = lines.index("▸ bash seq 30 · in full, as the model read it")
+    assert lines[start + 1 : start + 33] == [
+        "  │ exit code 0",
+        *(f"  │ line {n}" for n in range(1, 31)),
+        "  │ " + "y" * 95,  # a long line wraps within the width, none of it cut
+    ]
+    assert lines[start + 33] == "  │ " + "y" * 55
+    assert lines[-1].startswith("running") or "Esc to stop" in lines[-1]
+    before = rig.out.getvalue()
+    rig.terminal.press(Key.CTRL_O)  # shown once: nothing more
+    assert "in full" not in rig.out.getvalue()[len(before) :]
+
+
+def test_a_preview_that_folded_nothing_is_not_expanded(rig: Rig) -> None:
+    rig.start()
+    rig.terminal.show(ToolStarted(BASH, "echo hi"))
+    rig.terminal.show(ToolFinished(BASH, "exit 0 · 0.1 s", False, 0.1, preview="hi"))
+    rig.terminal.show(MessageAdded(Message("tool", "exit code 0\nhi", tool_call_id=BASH.id)))
+    rig.terminal.press(Key.CTRL_O)
+    assert not any("in full" in line for line in rig.lines)
+
+
+async def test_ctrl_o_at_a_question_shows_the_results_only_after_its_answer(rig: Rig) -> None:
+    rig.terminal.can_answer = True
+    rig.start()
+    finished_with_a_folded_preview(rig)
+    asking = asyncio.create_task(rig.terminal.ask_question("Go on?"))
+    await asyncio.sleep(0)
+    rig.terminal.press(Key.CTRL_O)
+    assert not any("in full" in line for line in rig.lines)  # never inside the question
+    typed(rig, "yes\n")
+    assert await asyncio.wait_for(asking, 1) == "yes"
+    lines = rig.lines
+    answered = lines.index("answer › yes")
+    assert lines[answered + 1] == "▸ bash seq 30 · in full, as the model read it"

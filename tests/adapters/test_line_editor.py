@@ -65,21 +65,41 @@ def test_a_submitted_line_joins_the_history_once() -> None:
     assert (editor.text, editor.cursor) == ("", 0)
 
 
-def test_a_long_line_scrolls_to_keep_the_cursor_in_view() -> None:
-    editor = typed(LineEditor(), "x" * 50 + "END")
-    shown, column = editor.view(20)
-    assert shown.startswith("…") and shown.endswith("END") and len(shown) <= 19
-    assert column == len(shown)
+def test_a_long_line_wraps_over_rows_of_the_width_with_the_cursor_on_the_last() -> None:
+    editor = typed(LineEditor(), "x" * 45 + "END")
+    rows, row, column = editor.layout(20)
+    assert rows == ["x" * 20, "x" * 20, "x" * 5 + "END"]
+    assert (row, column) == (2, 8)
     editor.press(Key.HOME)
-    shown, column = editor.view(20)
-    assert shown == "x" * 18 + "…" and column == 0
+    assert editor.layout(20)[1:] == (0, 0)
 
 
-def test_a_line_break_inside_the_text_shows_as_one_cell() -> None:
-    from treadle.adapters.blessed_terminal.line_editor import LineEditor
+def test_a_cursor_after_a_full_row_starts_the_next_one() -> None:
+    editor = typed(LineEditor(), "x" * 20)
+    assert editor.layout(20) == (["x" * 20, ""], 1, 0)
+    editor.press(Key.LEFT)
+    assert editor.layout(20) == (["x" * 20], 0, 19)
 
+
+def test_a_line_break_inside_the_text_starts_a_row() -> None:
     editor = LineEditor()
     for key in ["a", Key.NEWLINE, "b"]:
         editor.press(key)
     assert editor.text == "a\nb"
-    assert editor.view(20) == ("a⏎b", 3)
+    assert editor.layout(20) == (["a", "b"], 1, 1)
+    editor.press(Key.LEFT)
+    editor.press(Key.LEFT)
+    assert editor.layout(20) == (["a", "b"], 0, 1)
+
+
+def test_wide_characters_never_straddle_two_rows() -> None:
+    editor = typed(LineEditor(), "漢字漢字漢")
+    assert editor.layout(5)[0] == ["漢字", "漢字", "漢"]
+
+
+def test_a_line_taller_than_its_rows_shows_the_rows_around_the_cursor() -> None:
+    editor = typed(LineEditor(), "".join(f"{n:02}" for n in range(10)))  # 10 rows of 2
+    rows, row, column = editor.layout(2, most=3)
+    assert rows == ["08", "09", ""] and (row, column) == (2, 0)
+    editor.press(Key.HOME)
+    assert editor.layout(2, most=3) == (["00", "01", "02"], 0, 0)

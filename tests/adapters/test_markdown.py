@@ -156,3 +156,24 @@ def test_any_text_renders_within_the_width_without_failing(text: str, width: int
     rows = rendered(text, width)
     limit = max(20, width - 1)
     assert all(cell_width(row) <= limit for row in rows)
+
+
+@given(
+    st.lists(
+        st.tuples(st.text("ab", min_size=1, max_size=12), st.sampled_from([" ", "  ", "\t"])),
+        max_size=30,
+    ),
+    st.integers(1, 40),
+)
+def test_plain_text_wraps_the_same_on_the_fast_way_as_on_the_general_one(
+    words: list[tuple[str, str]], width: int
+) -> None:
+    from treadle.adapters.blessed_terminal import markdown
+
+    text = "".join(word + space for word, space in words)
+    fast = markdown._wrap_plain(text, width)
+    general = markdown._wrap([(text, str.upper)], width)  # styled: never the fast way
+    if fast is not None:
+        assert fast == [row.lower() for row in general]
+    else:
+        assert any(len(word) > width for word, _ in words)

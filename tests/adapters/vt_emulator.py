@@ -86,6 +86,8 @@ class VirtualScreen:
             self.x = min(self.width - 1, max(1, int(left or 1)) - 1)
         elif final == "C":
             self.x = min(self.width - 1, self.x + max(1, number))
+        elif final == "A":
+            self.y = max(0, self.y - max(1, number))
         elif final == "G":
             self.x = min(self.width - 1, max(1, number) - 1)
         else:

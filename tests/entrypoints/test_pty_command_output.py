@@ -57,7 +57,7 @@ def test_a_commands_output_shows_live_and_stays_as_a_preview(tmp_path: Path) -> 
         "  │ tick 3",
         "  │ tick 4",
         "  │ tick 5",
-        "  │ … 28 more lines",
+        "  │ … 28 more lines · ctrl-o to expand",
         *(f"  │ {n}" for n in range(26, 31)),
     ]
     assert not any(row.startswith("  │ ") for row in shown[finished + 12 :])
@@ -89,6 +89,6 @@ def test_a_sub_agents_command_stays_as_a_preview_under_its_name(tmp_path: Path) 
     assert "exit 0" in shown[finished]
     assert shown[finished + 1 : finished + 12] == [
         *(f"  │ {n}" for n in range(1, 6)),
-        "  │ … 10 more lines",
+        "  │ … 10 more lines · ctrl-o to expand",
         *(f"  │ {n}" for n in range(16, 21)),
     ]
