@@ -108,8 +108,22 @@ def load_config(
     return check_together(app)
 
 
-FLAGS = ("model", "base_url", "approval", "workspace", "sandbox")
+FLAGS = (
+    "model",
+    "base_url",
+    "approval",
+    "workspace",
+    "sandbox",
+    "max_cost",
+    "max_tokens_total",
+    "max_requests",
+    "max_time",
+)
 """The command line's flags that are configuration keys."""
+
+
+TEXT_FLAGS = ("max_cost", "max_tokens_total", "max_requests", "max_time")
+"""Flags whose text is read as the key's type (a number, a duration)."""
 
 
 def flag_values(args: object) -> dict[str, object]:
@@ -160,7 +174,10 @@ def _flag_value(key: str, value: object) -> object:
     if key not in FLAG_KEYS:
         raise ConfigError(f"{_flag(key)}: not a configuration key")
     try:
-        return value if key == "workspace" else check_value(key, value)
+        if key == "workspace":
+            return value
+        # A number on the command line is text, as in a variable.
+        return check_value(key, value, from_text=key in TEXT_FLAGS)
     except ValueError as problem:
         raise ConfigError(f"{_flag(key)}: {problem}") from None
 

@@ -82,6 +82,11 @@ class AppConfig:
     compact_at: float = 0.8
     connect_timeout: float = 10.0
     read_timeout: float = 120.0
+    # Issue 26: limits the person sets on what a turn spends (None: no limit).
+    max_cost: float | None = None
+    max_tokens_total: int | None = None
+    max_requests: int | None = None
+    max_time: float | None = None
     origins: dict[str, str] = field(default_factory=dict, compare=False)
     held_back: tuple[str, ...] = field(default=(), compare=False)
     """Keys the project file set in a folder not trusted, so left out (issue 15)."""
@@ -127,6 +132,7 @@ Kind = Literal[
     "switch",
     "servers",
     "prices",
+    "duration",
 ]
 Trust = Literal["free", "always", "raise", "unless", "starting", "enabled"]
 """Whether a project file's value counts in a folder the user has not trusted:
@@ -276,6 +282,16 @@ KEYS: dict[str, Key] = {
         minimum=0,
         positive=True,
     ),
+    # Limits on what a turn spends, its sub-agents included (issue 26).
+    "max_cost": Key(
+        "number",
+        "dollars a turn may spend, at the model's configured prices (unset: no limit)",
+        minimum=0,
+        positive=True,
+    ),
+    "max_tokens_total": Key("whole", "tokens a turn may spend (unset: no limit)", minimum=1),
+    "max_requests": Key("whole", "requests a turn may make (unset: no limit)", minimum=1),
+    "max_time": Key("duration", "how long a turn may run: 90s, 10m, 1h30m (unset: no limit)"),
 }
 """Every key a file, a ``TREADLE_*`` variable or a flag may set (``workspace`` is a flag)."""
 

@@ -33,6 +33,7 @@ from treadle.domain.rules.approval import POLICIES
 from treadle.domain.rules.context_window import ContextSettings, ContextState
 from treadle.domain.rules.history import History
 from treadle.domain.rules.interrupts import CtrlC
+from treadle.domain.rules.limits import SpendingLimits
 from treadle.domain.rules.tokens import as_is
 from treadle.domain.rules.truncation import TokenBudget
 from treadle.domain.values.events import Notice
@@ -358,6 +359,7 @@ def build_settings(
         subagent_depth=app.subagent_depth,
         log_path=log_path,
         prices=model_prices(app),
+        spending=SpendingLimits(app.max_cost, app.max_tokens_total, app.max_requests, app.max_time),
         # Estimated as recorded: a replay of the transcript sends the same max_tokens.
         recorded=redactor.redact_value if redactor is not None else as_is,
     )

@@ -22,6 +22,7 @@ from returns.result import Failure, Result, Success
 
 from treadle.domain.loop.context import ContextKeeper, SharedWindow
 from treadle.domain.loop.settings import TurnSettings
+from treadle.domain.loop.spending import SpendingMeter
 from treadle.domain.loop.stop import STOPPED, StopSignal
 from treadle.domain.rules.context_window import ContextState
 from treadle.domain.rules.history import History, unique_call
@@ -132,6 +133,8 @@ class Responder:
     on_usage: Callable[[Usage], None] = lambda usage: None
     shared_window: SharedWindow = field(default_factory=SharedWindow)
     context_state: ContextState | None = None
+    meter: SpendingMeter = field(default_factory=SpendingMeter)
+    """The turn's spending, shared with the other agents of the turn."""
     context: ContextKeeper = field(init=False)
     _offered: tuple[str, ...] | None = field(init=False, default=None)
 
@@ -307,6 +310,7 @@ class Responder:
         """Send one request and read its stream: what it produced, and whether the stop
         came first (what it produced until then is kept)."""
         self.requests += 1
+        self.meter.request_sent()
         self.doing = (
             "compacting the conversation"
             if quiet
@@ -481,6 +485,7 @@ class Responder:
 
     def _count(self, usage: Usage) -> None:
         if usage.total:
+            self.meter.spend(usage, self.settings.prices)
             self.on_usage(usage)
 
 

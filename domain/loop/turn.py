@@ -20,12 +20,14 @@ from treadle.domain.loop.context import SharedWindow
 from treadle.domain.loop.named_agents import ModelsByName, named_setup
 from treadle.domain.loop.response import Answer, Responder
 from treadle.domain.loop.settings import TurnSettings
+from treadle.domain.loop.spending import SpendingMeter
 from treadle.domain.loop.stop import STOPPED, StoppedFirst, StopSignal
 from treadle.domain.loop.subagent import AgentTool
 from treadle.domain.rules.approval import Ask, Deny, decide_approval, declined_text
 from treadle.domain.rules.arguments import arguments_object, parse_arguments
 from treadle.domain.rules.context_window import ContextState
 from treadle.domain.rules.history import INTERRUPTED_RESULT, History, close_unanswered
+from treadle.domain.rules.limits import LimitNear
 from treadle.domain.rules.output_bound import OutputBound
 from treadle.domain.rules.tokens import measured_as
 from treadle.domain.values.conversation import Message, ToolCall, Usage
@@ -46,6 +48,7 @@ from treadle.domain.values.outcome import (
     Crashed,
     NeedsApproval,
     OutcomeKind,
+    SpendingLimitReached,
     Stopped,
     TurnEnding,
     TurnOutcome,
@@ -118,6 +121,7 @@ class Agent:
         context: ContextState | None = None,
         window: SharedWindow | None = None,
         subagents_started: int = 0,
+        meter: SpendingMeter | None = None,
     ) -> None:
         self.ports = ports
         self.settings = settings or TurnSettings()
@@ -126,6 +130,8 @@ class Agent:
         self.history.measured_by(measured_as(self.settings.recorded))
         self.history.listener = lambda message: self.emit(MessageAdded(message, name))
         self.window = window if window is not None else SharedWindow()
+        self.meter = meter if meter is not None else SpendingMeter(self.settings.spending)
+        """What the turn has spent, shared with its sub-agents (they get this one)."""
         self._warned: set[str] = set()
         self._stopped_results: dict[str, ToolResult] = {}
         """What the calls a stop cancelled had done until then, by call id."""
@@ -152,6 +158,7 @@ class Agent:
             on_usage=self.add_usage,
             shared_window=self.window,
             context_state=context or ContextState(messages=len(self.history)),
+            meter=self.meter,
         )
         self.usage = Usage()
         self.requests_before_turn = 0
@@ -182,7 +189,14 @@ class Agent:
         """A sub-agent with this agent's ports, settings, tools and window; a named one
         with its definition's prompt, tools and model (or why it cannot start)."""
         if definition is None:
-            return Agent(self.ports, self.settings, self.base_tools, name=name, window=self.window)
+            return Agent(
+                self.ports,
+                self.settings,
+                self.base_tools,
+                name=name,
+                window=self.window,
+                meter=self.meter,
+            )
         setup = named_setup(
             definition, name, self.settings, self.base_tools, self.ports.models, self.name
         )
@@ -197,6 +211,7 @@ class Agent:
             name=name,
             window=self.window,
             subagents=setup.subagents,
+            meter=self.meter,
         )
 
     def resume_from(
@@ -224,8 +239,9 @@ class Agent:
     ) -> TurnOutcome:
         """Run one turn on ``task`` until the model answers without a tool call.
 
-        Nothing caps the number of requests; ``stop`` (Esc, a caller, a deadline)
-        ends it as paused. The history stays sendable whatever happens.
+        Nothing caps the number of requests but the limits the person set
+        (``settings.spending``); ``stop`` (Esc, a caller, a deadline) ends it as
+        paused. The history stays sendable whatever happens.
         """
         task = well_formed(task)  # a person's text can be as broken as a model's
         stop = stop or StopSignal()
@@ -234,6 +250,8 @@ class Agent:
             # the terminal straight to the signal (README: Where things are).
             self.ports.terminal.bind_interrupt(partial(stop.set, "interrupted"))
         started = self._turn_started = self.ports.clock.now()
+        if not self.name:  # a sub-agent's spending is its caller's turn's
+            self.meter.restart(started)
         self.usage = Usage()
         self.requests_before_turn = self.responder.requests
         if announce:
@@ -312,6 +330,8 @@ class Agent:
             return Stopped()
         specs = [tool.spec for tool in self.tools.values()]
         while True:
+            if (spent := self._over_limit()) is not None:
+                return spent
             answer = await self.responder.respond(self.history, specs, stop)
             if not isinstance(answer, Answer):
                 return answer
@@ -320,9 +340,25 @@ class Agent:
             )
             if not answer.tool_calls:
                 return Answered()
+            if (spent := self._over_limit()) is not None:
+                # The request that crossed the limit ends the turn: its calls do not run.
+                for call in answer.tool_calls:
+                    self.history.append(
+                        Message.tool(call.id, f"Not run: {spent.line}.", is_error=True)
+                    )
+                return spent
             ended = await self._run_calls(answer, stop)
             if ended is not None:
                 return ended
+
+    def _over_limit(self) -> SpendingLimitReached | None:
+        """The limit the turn has spent, if any; a warning the first time one is near."""
+        found = self.meter.check(self.ports.clock.now())
+        if isinstance(found, LimitNear):
+            self.emit(Notice("spending_limit_near", found.line(), self.name))
+        elif found is not None:
+            return SpendingLimitReached(found.line())
+        return None
 
     async def answer_without_tools(self, task: str, stop: StopSignal) -> Answer | TurnEnding:
         """One answer to ``task`` that may call no tool (a sub-agent's final report).
