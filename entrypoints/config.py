@@ -118,6 +118,7 @@ FLAGS = (
     "max_tokens_total",
     "max_requests",
     "max_time",
+    "output_schema",
 )
 """The command line's flags that are configuration keys."""
 
@@ -129,6 +130,8 @@ TEXT_FLAGS = ("max_cost", "max_tokens_total", "max_requests", "max_time")
 def flag_values(args: object) -> dict[str, object]:
     """The configuration flags an argparse namespace was given (for :func:`load_config`)."""
     values = {key: getattr(args, key, None) for key in FLAGS}
+    if values.get("output_schema"):  # a file named on the command line is where it stands
+        values["output_schema"] = os.path.abspath(str(values["output_schema"]))
     return {key: value for key, value in values.items() if value is not None}
 
 

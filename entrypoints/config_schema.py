@@ -87,6 +87,8 @@ class AppConfig:
     max_tokens_total: int | None = None
     max_requests: int | None = None
     max_time: float | None = None
+    output_schema: str = ""
+    """A JSON Schema file the final answer must meet ("": any answer)."""
     origins: dict[str, str] = field(default_factory=dict, compare=False)
     held_back: tuple[str, ...] = field(default=(), compare=False)
     """Keys the project file set in a folder not trusted, so left out (issue 15)."""
@@ -292,6 +294,9 @@ KEYS: dict[str, Key] = {
     "max_tokens_total": Key("whole", "tokens a turn may spend (unset: no limit)", minimum=1),
     "max_requests": Key("whole", "requests a turn may make (unset: no limit)", minimum=1),
     "max_time": Key("duration", "how long a turn may run: 90s, 10m, 1h30m (unset: no limit)"),
+    "output_schema": Key(
+        "text", "a JSON Schema file (draft 2020-12) the final answer must be valid against"
+    ),
 }
 """Every key a file, a ``TREADLE_*`` variable or a flag may set (``workspace`` is a flag)."""
 

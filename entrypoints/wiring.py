@@ -38,6 +38,7 @@ from treadle.domain.rules.tokens import as_is
 from treadle.domain.rules.truncation import TokenBudget
 from treadle.domain.values.events import Notice
 from treadle.domain.values.model import ContextWindow
+from treadle.domain.values.output import OutputContract
 from treadle.domain.values.tools import ToolLimits
 from treadle.entrypoints.config import (
     DEFAULT,
@@ -359,10 +360,21 @@ def build_settings(
         subagent_depth=app.subagent_depth,
         log_path=log_path,
         prices=model_prices(app),
+        output=output_contract_of(app),
         spending=SpendingLimits(app.max_cost, app.max_tokens_total, app.max_requests, app.max_time),
         # Estimated as recorded: a replay of the transcript sends the same max_tokens.
         recorded=redactor.redact_value if redactor is not None else as_is,
     )
+
+
+def output_contract_of(app: AppConfig) -> OutputContract | None:
+    """The final answer's contract, when an output schema is configured; SchemaUnusable
+    says why the file cannot be one (checked before the session starts)."""
+    if not app.output_schema:
+        return None
+    from treadle.adapters.output_schema import load_output_schema  # jsonschema: only then
+
+    return load_output_schema(Path(app.workspace, app.output_schema))
 
 
 def context_settings(app: AppConfig) -> ContextSettings:

@@ -15,7 +15,7 @@ kept, since the protocols want back only what belongs to the answer they gave.
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Callable, Sequence, Set
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence, Set
 from dataclasses import dataclass, field
 
 from returns.result import Failure, Result, Success
@@ -25,6 +25,7 @@ from treadle.domain.loop.settings import TurnSettings
 from treadle.domain.loop.spending import SpendingMeter
 from treadle.domain.loop.stop import STOPPED, StopSignal
 from treadle.domain.rules.context_window import ContextState
+from treadle.domain.rules.final_answer import schema_instructions
 from treadle.domain.rules.history import History, unique_call
 from treadle.domain.rules.kept_reasoning import kept_on_arrival
 from treadle.domain.rules.retry import GiveUp, decide_retry
@@ -158,7 +159,14 @@ class Responder:
         prompt = self.settings.system_prompt
         head = f"{prompt}\n\n{instructions}" if instructions else prompt
         skills = self._skills_offered()
-        return f"{head}\n\n{skills}" if skills else head
+        head = f"{head}\n\n{skills}" if skills else head
+        output = self._output_schema()
+        return f"{head}\n\n{schema_instructions(output)}" if output is not None else head
+
+    def _output_schema(self) -> Mapping[str, object] | None:
+        """The schema the main agent's final answer must meet; sub-agents answer freely."""
+        output = self.settings.output
+        return output.schema if output is not None and not self.agent else None
 
     def _skills_offered(self) -> str:
         """The list of skills as it fits the window (issue 23); the main agent says
@@ -219,6 +227,7 @@ class Responder:
                 attempt=reply.attempt,
                 tools_allowed=tools_allowed,
                 thinking_budget=self._thinking(fitted),
+                output_schema=self._output_schema(),
             )
             current, stopped = await self._exchange(
                 request, len(history), history.digest, stop, taken=history.call_ids

@@ -26,6 +26,7 @@ from treadle.domain.loop.subagent import AgentTool
 from treadle.domain.rules.approval import Ask, Deny, decide_approval, declined_text
 from treadle.domain.rules.arguments import arguments_object, parse_arguments
 from treadle.domain.rules.context_window import ContextState
+from treadle.domain.rules.final_answer import correction_request, read_value
 from treadle.domain.rules.history import INTERRUPTED_RESULT, History, close_unanswered
 from treadle.domain.rules.limits import LimitNear
 from treadle.domain.rules.output_bound import OutputBound
@@ -48,6 +49,7 @@ from treadle.domain.values.outcome import (
     Crashed,
     NeedsApproval,
     OutcomeKind,
+    OutputInvalid,
     SpendingLimitReached,
     Stopped,
     TurnEnding,
@@ -161,6 +163,8 @@ class Agent:
             meter=self.meter,
         )
         self.usage = Usage()
+        self.value: object = None
+        """The current turn's final answer as a JSON value, once it met the output schema."""
         self.requests_before_turn = 0
         self._turn_started: float | None = None
         self._host_start: asyncio.Future[Sequence[Notice]] | None = None
@@ -253,6 +257,7 @@ class Agent:
         if not self.name:  # a sub-agent's spending is its caller's turn's
             self.meter.restart(started)
         self.usage = Usage()
+        self.value = None
         self.requests_before_turn = self.responder.requests
         if announce:
             self.emit(TurnStarted(task, self.name))
@@ -295,7 +300,8 @@ class Agent:
         elapsed = self.ports.clock.now() - started
         prices = self.settings.prices
         cost = prices.cost(self.usage) if prices is not None else None
-        self.emit(TurnEnded(outcome, self.usage, self.requests, elapsed, self.name, cost))
+        value = self.value if outcome.kind is OutcomeKind.FINISHED else None
+        self.emit(TurnEnded(outcome, self.usage, self.requests, elapsed, self.name, cost, value))
 
     def abandon_turn(self) -> None:
         """Record the running turn as paused, now: treadle is leaving at once (a second
@@ -329,6 +335,7 @@ class Agent:
         if not self.name and await stop.race(self._ask_the_server()) is STOPPED:
             return Stopped()
         specs = [tool.spec for tool in self.tools.values()]
+        corrected = False
         while True:
             if (spent := self._over_limit()) is not None:
                 return spent
@@ -339,7 +346,14 @@ class Agent:
                 Message.assistant(answer.text, answer.tool_calls, reasoning=answer.reasoning)
             )
             if not answer.tool_calls:
-                return Answered()
+                invalid = self._invalid_output(answer.text)
+                if invalid is None:
+                    return Answered()
+                if corrected:  # one corrective request, and no more
+                    return OutputInvalid(invalid[0])
+                corrected = True
+                self.history.append(Message.user(correction_request(invalid)))
+                continue
             if (spent := self._over_limit()) is not None:
                 # The request that crossed the limit ends the turn: its calls do not run.
                 for call in answer.tool_calls:
@@ -350,6 +364,19 @@ class Agent:
             ended = await self._run_calls(answer, stop)
             if ended is not None:
                 return ended
+
+    def _invalid_output(self, text: str) -> Sequence[str] | None:
+        """What is wrong with a final answer under the output schema (None: nothing, and
+        its value is kept). Only the main agent's answer is checked."""
+        output = self.settings.output
+        if output is None or self.name:
+            return None
+        value, why = read_value(text)
+        errors = [why] if why else output.errors(value)
+        if not errors:
+            self.value = value
+            return None
+        return errors
 
     def _over_limit(self) -> SpendingLimitReached | None:
         """The limit the turn has spent, if any; a warning the first time one is near."""

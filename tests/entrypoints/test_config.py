@@ -170,6 +170,7 @@ def test_every_key_can_be_set_from_a_file(places: tuple[Path, Path, dict[str, st
             "max_tokens_total = 100000",
             "max_requests = 50",
             'max_time = "1h30m"',
+            'output_schema = "answer.schema.json"',
             "[mcp_servers.time]",
             'command = "mcp-server-time"',
             '[prices."gpt-4.1"]',
