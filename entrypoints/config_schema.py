@@ -89,6 +89,8 @@ class AppConfig:
     max_time: float | None = None
     output_schema: str = ""
     """A JSON Schema file the final answer must meet ("": any answer)."""
+    otel: Mapping[str, Any] = field(default_factory=dict)
+    """The ``[otel]`` table: ``endpoint`` (OTLP/HTTP) and ``log_prompts``."""
     origins: dict[str, str] = field(default_factory=dict, compare=False)
     held_back: tuple[str, ...] = field(default=(), compare=False)
     """Keys the project file set in a folder not trusted, so left out (issue 15)."""
@@ -135,6 +137,7 @@ Kind = Literal[
     "servers",
     "prices",
     "duration",
+    "otel",
 ]
 Trust = Literal["free", "always", "raise", "unless", "starting", "enabled"]
 """Whether a project file's value counts in a folder the user has not trusted:
@@ -294,6 +297,12 @@ KEYS: dict[str, Key] = {
     "max_tokens_total": Key("whole", "tokens a turn may spend (unset: no limit)", minimum=1),
     "max_requests": Key("whole", "requests a turn may make (unset: no limit)", minimum=1),
     "max_time": Key("duration", "how long a turn may run: 90s, 10m, 1h30m (unset: no limit)"),
+    "otel": Key(
+        "otel",
+        "OpenTelemetry, as an [otel] table (files only): endpoint (OTLP/HTTP, else "
+        "OTEL_EXPORTER_OTLP_ENDPOINT), log_prompts (default false)",
+        trust="always",
+    ),
     "output_schema": Key(
         "text", "a JSON Schema file (draft 2020-12) the final answer must be valid against"
     ),

@@ -58,6 +58,7 @@ from treadle.ports.model import Model, ModelServer
 from treadle.ports.process import ProcessRunner
 from treadle.ports.terminal import Terminal
 from treadle.ports.tools import Tool
+from treadle.ports.transcript import TranscriptStore
 from treadle.ports.turn_start import TurnStart
 
 if TYPE_CHECKING:
@@ -66,6 +67,7 @@ if TYPE_CHECKING:
     from treadle.adapters.checkpoints import ShadowRepository
     from treadle.adapters.mcp.servers import McpServers
     from treadle.adapters.sandbox import Sandbox
+    from treadle.adapters.telemetry import Telemetry
     from treadle.domain.rules.sandbox import SandboxMode
     from treadle.domain.values.process import ProcessError, ProcessResult, ProcessSpec
 
@@ -241,6 +243,41 @@ def build_redactor(app: AppConfig) -> Redactor:
             configured[f"TREADLE_MCP_{server.name}_SECRET_{index}"] = value
     environ = settings_environment(os.environ)
     return Redactor.from_environ({**environ, **configured}, also=[*key_envs, *configured])
+
+
+def open_telemetry(app: AppConfig, redactor: Redactor) -> Iterator[Telemetry | None]:
+    """OpenTelemetry while the session runs, when an endpoint is configured (``[otel]``
+    or ``OTEL_EXPORTER_OTLP_ENDPOINT``); its last spans and metrics are flushed at the
+    end. Without one, nothing of OpenTelemetry is imported."""
+    endpoint = app.otel.get("endpoint") or os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT", "")
+    if not endpoint:
+        yield None
+        return
+    try:
+        from treadle.adapters.telemetry import Telemetry, TelemetryConfig
+    except ImportError:
+        print(
+            "treadle: telemetry is configured but the otel extra is not installed "
+            "(pip install 'treadle[otel]'); the session runs without it",
+            file=sys.stderr,
+        )
+        yield None
+        return
+    config = TelemetryConfig(endpoint, bool(app.otel.get("log_prompts", False)))
+    telemetry = Telemetry.start(config, app.model, redactor.redact)
+    try:
+        yield telemetry
+    finally:
+        telemetry.close()
+
+
+def observed(transcript: SessionLog | None, telemetry: Telemetry | None) -> TranscriptStore | None:
+    """The transcript the agent records to: the session's, seen by telemetry too."""
+    if telemetry is None:
+        return transcript
+    from treadle.adapters.telemetry import TelemetryTee
+
+    return TelemetryTee(transcript, telemetry.tracer)
 
 
 def open_session_log(app: AppConfig, session_dir: str, redactor: Redactor) -> Iterator[str]:
