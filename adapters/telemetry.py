@@ -20,6 +20,7 @@ Example::
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -327,12 +328,23 @@ class TelemetryTee:
         try:
             self.tracer.observe(event)
         except Exception:  # telemetry never ends a turn
-            import logging
-
             logging.getLogger(__name__).warning("telemetry failed", exc_info=True)
 
     def __getattr__(self, name: str) -> Any:  # the session log's other methods
         return getattr(self.inner, name)
+
+
+EXPORT_TIMEOUT = 3.0
+"""Seconds an export may take, its retries included."""
+
+
+class _IntoTreadleLog(logging.Handler):
+    """The SDK's own records (an export that failed) into the session's treadle.log."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        for handler in logging.getLogger("treadle").handlers:
+            if record.levelno >= handler.level:
+                handler.handle(record)
 
 
 class Telemetry:
@@ -354,11 +366,19 @@ class Telemetry:
         from treadle import __version__
 
         base = config.endpoint.rstrip("/")
+        forward = _IntoTreadleLog()
+        sdk_log = logging.getLogger("opentelemetry")
+        sdk_log.addHandler(forward)
+        sdk_log.propagate = False  # an unreachable collector is the log's, not the screen's
         resource = Resource.create({"service.name": config.service, "service.version": __version__})
         traces = TracerProvider(resource=resource)
-        traces.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(f"{base}/v1/traces")))
+        # An export gives up after EXPORT_TIMEOUT s, retries included: a collector that
+        # is down delays the session's end by that much, not by the SDK's default.
+        spans = OTLPSpanExporter(f"{base}/v1/traces", timeout=EXPORT_TIMEOUT)
+        traces.add_span_processor(BatchSpanProcessor(spans))
         reader = PeriodicExportingMetricReader(
-            OTLPMetricExporter(f"{base}/v1/metrics"), export_interval_millis=60_000
+            OTLPMetricExporter(f"{base}/v1/metrics", timeout=EXPORT_TIMEOUT),
+            export_interval_millis=60_000,
         )
         metrics = MeterProvider(resource=resource, metric_readers=[reader])
         tracer = TurnTracer(
@@ -370,7 +390,11 @@ class Telemetry:
         )
 
         def close() -> None:
-            traces.shutdown()  # exports what the batch still holds
-            metrics.shutdown()
+            try:
+                traces.shutdown()  # exports what the batch still holds
+                metrics.shutdown()
+            finally:
+                sdk_log.removeHandler(forward)
+                sdk_log.propagate = True
 
         return cls(tracer, close)
