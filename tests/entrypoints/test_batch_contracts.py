@@ -4,13 +4,14 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
 
 from tests.batch_support import rows, write_tasks
 from tests.processes import run_treadle, treadle_env
 
 
-def script(folder: Path, name: str, *responses: dict[str, object]) -> str:
+def script(folder: Path, name: str, *responses: Mapping[str, object]) -> str:
     path = folder / name
     path.write_text(json.dumps({"responses": list(responses)}), encoding="utf-8")
     return f"script:{path}"
