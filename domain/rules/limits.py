@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Literal
 
 LimitName = Literal["cost", "tokens", "requests", "time"]
@@ -40,7 +40,10 @@ class SpendingLimits:
 
     @property
     def any(self) -> bool:
-        return any(getattr(self, f.name) is not None for f in fields(self))
+        """Whether any limit is set (asked between every two requests: kept cheap)."""
+        return not (self.cost is None and self.tokens is None and self.requests is None) or (
+            self.time is not None
+        )
 
 
 @dataclass(frozen=True, slots=True)
