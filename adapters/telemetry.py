@@ -27,12 +27,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from opentelemetry import trace
+from opentelemetry._logs import Logger
 from opentelemetry.metrics import Meter
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer
 
 from treadle.domain.values.events import (
     CompactionStarted,
     ContextCompacted,
+    Notice,
     RequestFailed,
     RequestSent,
     ResponseReceived,
@@ -85,8 +87,11 @@ class TurnTracer:
         log_prompts: bool = False,
         redact: Callable[[str], str] = lambda text: text,
         now: Callable[[], float] = time.perf_counter,
+        logger: Logger | None = None,
     ) -> None:
         self.tracer, self.model, self.log_prompts = tracer, model, log_prompts
+        self.logger = logger
+        """Where log events go (a notice, a turn's end); None: nowhere."""
         self.redact, self.now = redact, now
         self._agents: dict[str, _Agent] = {}
         self._subagent_spans: dict[str, Span] = {}
@@ -124,7 +129,18 @@ class TurnTracer:
             case ContextCompacted(tokens_after=after, agent=agent):
                 self._compaction_ended(agent, after)
             case TurnEnded(agent=agent) as ended:
+                self._log(
+                    agent,
+                    "treadle.turn.ended",
+                    ended.outcome.screen_line,
+                    {
+                        "treadle.outcome": ended.outcome.kind.value,
+                        "treadle.requests": ended.requests,
+                    },
+                )
                 self._end_agent(agent, ended)
+            case Notice(kind=kind, text=text, agent=agent):
+                self._log(agent, "treadle.notice", text, {"treadle.notice.kind": kind})
 
     # Agents and turns ------------------------------------------------------------------
 
@@ -303,6 +319,20 @@ class TurnTracer:
         state.compaction.end()
         state.compaction = None
 
+    def _log(self, agent: str, name: str, body: str, attributes: dict[str, Any]) -> None:
+        """A log event, within the agent's span where it has one. Its body is treadle's
+        own line, redacted all the same (a notice may quote a path or a server's words)."""
+        if self.logger is None:
+            return
+        state = self._agents.get(agent)
+        context = trace.set_span_in_context(state.span) if state is not None else None
+        self.logger.emit(
+            event_name=name,
+            body=self._content(body),
+            attributes={"gen_ai.agent.name": agent or SYSTEM, **attributes},
+            context=context,
+        )
+
     # Names -------------------------------------------------------------------------------
 
     def _provider(self) -> str:
@@ -355,8 +385,11 @@ class Telemetry:
 
     @classmethod
     def start(cls, config: TelemetryConfig, model: str, redact: Callable[[str], str]) -> Telemetry:
+        from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter
         from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
         from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+        from opentelemetry.sdk._logs import LoggerProvider
+        from opentelemetry.sdk._logs.export import BatchLogRecordProcessor
         from opentelemetry.sdk.metrics import MeterProvider
         from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader
         from opentelemetry.sdk.resources import Resource
@@ -381,18 +414,24 @@ class Telemetry:
             export_interval_millis=60_000,
         )
         metrics = MeterProvider(resource=resource, metric_readers=[reader])
+        logs = LoggerProvider(resource=resource)
+        logs.add_log_record_processor(
+            BatchLogRecordProcessor(OTLPLogExporter(f"{base}/v1/logs", timeout=EXPORT_TIMEOUT))
+        )
         tracer = TurnTracer(
             traces.get_tracer("treadle", __version__),
             metrics.get_meter("treadle", __version__),
             model,
             log_prompts=config.log_prompts,
             redact=redact,
+            logger=logs.get_logger("treadle", __version__),
         )
 
         def close() -> None:
             try:
                 traces.shutdown()  # exports what the batch still holds
                 metrics.shutdown()
+                logs.shutdown()
             finally:
                 sdk_log.removeHandler(forward)
                 sdk_log.propagate = True

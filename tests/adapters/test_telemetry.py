@@ -10,6 +10,8 @@ import pytest
 
 pytest.importorskip("opentelemetry.sdk")
 
+from opentelemetry.sdk._logs import LoggerProvider
+from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter, SimpleLogRecordProcessor
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from opentelemetry.sdk.trace import TracerProvider
@@ -32,9 +34,18 @@ def traced(rig, script, processes=None, *, log_prompts=False):
     reader = InMemoryMetricReader()
     meter = MeterProvider(metric_readers=[reader]).get_meter("test")
     redact = Redactor.from_environ({"OPENAI_API_KEY": SECRET}).redact
+    logs = InMemoryLogRecordExporter()
+    log_provider = LoggerProvider()
+    log_provider.add_log_record_processor(SimpleLogRecordProcessor(logs))
     tracer = TurnTracer(
-        traces.get_tracer("test"), meter, "openai:gpt-5", log_prompts=log_prompts, redact=redact
+        traces.get_tracer("test"),
+        meter,
+        "openai:gpt-5",
+        log_prompts=log_prompts,
+        redact=redact,
+        logger=log_provider.get_logger("test"),
     )
+    reader.logs = logs  # type: ignore[attr-defined]
     r = rig(script, processes)
     tee = TelemetryTee(r.agent.ports.transcript, tracer)
     from dataclasses import replace
@@ -80,6 +91,14 @@ async def test_a_turn_s_spans_link_to_their_parents(rig) -> None:
     names = {metric.name for metric in metrics}
     assert {"gen_ai.client.token.usage", "gen_ai.client.operation.duration"} <= names
     assert "treadle.tool.duration" in names
+    (ended,) = [
+        record
+        for record in reader.logs.get_finished_logs()
+        if record.log_record.event_name == "treadle.turn.ended"
+        and record.log_record.attributes["gen_ai.agent.name"] == "treadle"
+    ]
+    assert ended.log_record.body == "Turn finished"
+    assert ended.log_record.span_id == turn.context.span_id
 
 
 async def test_with_log_prompts_the_task_and_answers_go_redacted(rig) -> None:

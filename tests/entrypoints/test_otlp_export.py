@@ -81,10 +81,13 @@ def test_a_turn_s_spans_reach_an_otlp_receiver_with_their_parents(tmp_path: Path
     assert tool.parent_span_id == turn.span_id
     assert len(chats) == 2 and all(chat.parent_span_id == turn.span_id for chat in chats)
     assert len({span.trace_id for span in spans}) == 1
-    exported = b"".join(bodies.get("/v1/traces", []) + bodies.get("/v1/metrics", []))
+    exported = b"".join(
+        b for path in ("/v1/traces", "/v1/metrics", "/v1/logs") for b in bodies.get(path, [])
+    )
     assert SECRET.encode() not in exported
     assert b"say hi" not in exported  # no prompt by default
     assert bodies.get("/v1/metrics"), "the metrics are flushed at the end too"
+    assert bodies.get("/v1/logs"), "and the log events"
 
 
 def test_without_an_endpoint_nothing_of_opentelemetry_is_imported(tmp_path: Path) -> None:
