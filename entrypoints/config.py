@@ -105,6 +105,8 @@ def load_config(
         app = app.with_values({key: _flag_value(key, value)}, _flag(key))
     if "workspace" not in app.origins:
         app = replace(app, workspace=workspace)
+    if app.output_schema:  # a file's relative path is the workspace's; kept absolute
+        app = replace(app, output_schema=os.path.join(app.workspace, app.output_schema))
     return check_together(app)
 
 

@@ -327,6 +327,11 @@ RECORDED_SETTINGS = (
     # Context windows (issue 10)
     "context_window",
     "compact_at",
+    # Where a turn ends, and what its answer must be (issue 26): a replay ends the same.
+    "max_tokens_total",
+    "max_requests",
+    "max_time",
+    "output_schema",
 )
 """What a session records of its configuration: what shapes its requests, for replay."""
 NOT_CONFIG_VARIABLES = PATH_VARIABLES

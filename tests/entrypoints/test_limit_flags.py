@@ -79,3 +79,17 @@ def test_a_duration_that_is_none_is_refused_in_one_line(tmp_path: Path) -> None:
         2,
         'treadle: flag --max-time: must be a duration such as 90s, 10m or 1h30m, not "soon"\n',
     )
+
+
+def test_a_replay_of_a_limited_turn_ends_where_it_ended(tmp_path: Path) -> None:
+    script = write_script(tmp_path, STEP, STEP, STEP, DONE)
+    env = treadle_env(tmp_path)
+    first = run_treadle(
+        "--model", f"script:{script}", "--session-id", "limited", "--max-requests", "2",
+        "--print", "the task", cwd=tmp_path, env=env,
+    )  # fmt: skip
+    assert first.returncode == 3, first.stderr
+    transcript = tmp_path / "state" / "sessions" / "limited" / "transcript.jsonl"
+    replayed = run_treadle("replay", str(transcript), "--check", cwd=tmp_path, env=env)
+    assert replayed.returncode == 0, replayed.stdout + replayed.stderr
+    assert "no divergence" in replayed.stdout

@@ -88,3 +88,19 @@ def test_a_schema_that_is_none_is_refused_in_one_line(tmp_path: Path) -> None:
     assert done.returncode == 2
     assert done.stderr.count("\n") == 1
     assert "not a JSON Schema (draft 2020-12)" in done.stderr
+
+
+def test_a_replay_of_a_corrected_answer_makes_the_same_correction(tmp_path: Path) -> None:
+    script = write_script(tmp_path, {"text": '{"count": "many"}'}, {"text": '{"count": 12}'})
+    (tmp_path / "work").mkdir()
+    schema = schema_file(tmp_path)
+    env = treadle_env(tmp_path)
+    done = run_treadle(
+        "--model", f"script:{script}", "--output-schema", str(schema), "--session-id", "shaped",
+        "--print", "count", cwd=tmp_path, env=env,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    transcript = tmp_path / "state" / "sessions" / "shaped" / "transcript.jsonl"
+    replayed = run_treadle("replay", str(transcript), "--check", cwd=tmp_path / "work", env=env)
+    assert replayed.returncode == 0, replayed.stdout + replayed.stderr
+    assert "2 requests, no divergence" in replayed.stdout
