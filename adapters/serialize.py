@@ -37,6 +37,7 @@ _QUIET_WHEN_EMPTY: dict[str, object] = {
     "cut_at": 0,
     "short_of": 0,
     "line": "",
+    "value": None,
 }
 
 

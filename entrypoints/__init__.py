@@ -19,6 +19,9 @@ LAZY_IMPORTS: dict[tuple[str, str], str] = {
     ("commands", "treadle.adapters.fakes"): "the fakes a replay plays through, only for replay",
     ("session", "treadle.entrypoints.container"): "a broken configuration, a missing key or a "
     "busy session is said before the container and every adapter load",
+    ("session", "treadle.adapters.output_schema"): "jsonschema only when an output "
+    "schema is configured, to say a broken one before the session starts",
+    ("session", "treadle.entrypoints.wiring"): "the same: its loader, before the container",
     ("session", "treadle.entrypoints.interactive"): "blessed only for an interactive session",
     ("session", "treadle.entrypoints.workflows"): "the same as the container: only for "
     "--command, once the session has started",

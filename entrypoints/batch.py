@@ -35,7 +35,7 @@ from treadle.domain.rules.batch_plan import (
 )
 from treadle.domain.rules.interrupts import CtrlC
 from treadle.domain.rules.keys import CTRL_C, LeaveNow, Mode, route
-from treadle.domain.values.batch import BatchTask
+from treadle.domain.values.batch import TURN_FLAGS, BatchTask, Flags
 from treadle.entrypoints.batch_wiring import ENGINES, BatchOptions
 from treadle.entrypoints.config import ConfigError, check_value, load_config
 from treadle.entrypoints.interrupts import LEAVE_CODE, STOP_SIGNALS
@@ -69,6 +69,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--approval", choices=["ask", "auto", "read-only"])
     parser.add_argument("--sandbox", choices=["workspace-write", "read-only", "off"])
     parser.add_argument("--workspace", help="the folder of lines that name none (default: here)")
+    turn = parser.add_argument_group("every turn's, unless its line sets its own")
+    turn.add_argument("--max-cost", metavar="USD", help="dollars a turn may spend")
+    turn.add_argument("--max-tokens-total", metavar="N", help="tokens a turn may spend")
+    turn.add_argument("--max-requests", metavar="N", help="requests a turn may make")
+    turn.add_argument("--max-time", metavar="DURATION", help="how long a turn may run: 10m")
+    turn.add_argument("--output-schema", metavar="FILE", help="the JSON Schema of each answer")
     return parser
 
 
@@ -130,6 +136,7 @@ def prepare(args: argparse.Namespace) -> tuple[BatchOptions, BatchPlan]:
     engine = "ray" if args.address else args.engine or "local"
     flags = {"model": args.model, "base_url": args.base_url, "approval": args.approval}
     flags.update(workspace=args.workspace, sandbox=args.sandbox)
+    flags.update({key: getattr(args, key) for key in TURN_FLAGS})
     app = load_config(flags=flags, environ=os.environ)
     tasks = read_tasks(Path(args.tasks), on_this_machine=not args.address)
     # A Ray worker does not run in our folder: every turn gets an absolute one.
@@ -149,6 +156,7 @@ def prepare(args: argparse.Namespace) -> tuple[BatchOptions, BatchPlan]:
         approval=args.approval or "",
         sandbox=args.sandbox or "",
         environment=turn_settings(os.environ, sessions.parent),
+        flags=batch_flags(args),
     )
     try:
         previous = latest_results(read_lines(out))
@@ -164,6 +172,17 @@ def prepare(args: argparse.Namespace) -> tuple[BatchOptions, BatchPlan]:
     )
     options = BatchOptions(engine, args.workers, args.address or "", str(out))
     return options, plan
+
+
+def batch_flags(args: argparse.Namespace) -> Flags:
+    """The limits and output schema given to the batch (checked with the configuration,
+    before anything runs), as each turn's flags; a schema's file by its absolute path."""
+    flags: list[tuple[str, str]] = []
+    for key in TURN_FLAGS:
+        text = getattr(args, key, None)
+        if text is not None:
+            flags.append((key, os.path.abspath(text) if key == "output_schema" else text))
+    return tuple(flags)
 
 
 def default_results(tasks: Path) -> Path:

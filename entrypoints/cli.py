@@ -61,6 +61,21 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--verbose", action="store_true", help="show the model's reasoning in full (with --print)"
     )
+    parser.add_argument(
+        "--output-schema",
+        metavar="FILE",
+        help="the final answer must be one JSON value valid against this JSON Schema",
+    )
+    parser.add_argument(
+        "--output-last-message",
+        metavar="FILE",
+        help="write the final answer (its JSON value, with a schema) to FILE",
+    )
+    limits = parser.add_argument_group("limits on what the turn spends (sub-agents included)")
+    limits.add_argument("--max-cost", metavar="USD", help="dollars, at the configured prices")
+    limits.add_argument("--max-tokens-total", metavar="N", help="tokens of every kind")
+    limits.add_argument("--max-requests", metavar="N", help="requests to the model")
+    limits.add_argument("--max-time", metavar="DURATION", help="90s, 10m, 1h30m")
     parser.add_argument("--resume", metavar="ID", help="continue a session")
     parser.add_argument(
         "--session-id", metavar="ID", help="start a new session with this id (for scripts)"

@@ -105,16 +105,35 @@ def load_config(
         app = app.with_values({key: _flag_value(key, value)}, _flag(key))
     if "workspace" not in app.origins:
         app = replace(app, workspace=workspace)
+    if app.output_schema:  # a file's relative path is the workspace's; kept absolute
+        app = replace(app, output_schema=os.path.join(app.workspace, app.output_schema))
     return check_together(app)
 
 
-FLAGS = ("model", "base_url", "approval", "workspace", "sandbox")
+FLAGS = (
+    "model",
+    "base_url",
+    "approval",
+    "workspace",
+    "sandbox",
+    "max_cost",
+    "max_tokens_total",
+    "max_requests",
+    "max_time",
+    "output_schema",
+)
 """The command line's flags that are configuration keys."""
+
+
+TEXT_FLAGS = ("max_cost", "max_tokens_total", "max_requests", "max_time")
+"""Flags whose text is read as the key's type (a number, a duration)."""
 
 
 def flag_values(args: object) -> dict[str, object]:
     """The configuration flags an argparse namespace was given (for :func:`load_config`)."""
     values = {key: getattr(args, key, None) for key in FLAGS}
+    if values.get("output_schema"):  # a file named on the command line is where it stands
+        values["output_schema"] = os.path.abspath(str(values["output_schema"]))
     return {key: value for key, value in values.items() if value is not None}
 
 
@@ -160,7 +179,10 @@ def _flag_value(key: str, value: object) -> object:
     if key not in FLAG_KEYS:
         raise ConfigError(f"{_flag(key)}: not a configuration key")
     try:
-        return value if key == "workspace" else check_value(key, value)
+        if key == "workspace":
+            return value
+        # A number on the command line is text, as in a variable.
+        return check_value(key, value, from_text=key in TEXT_FLAGS)
     except ValueError as problem:
         raise ConfigError(f"{_flag(key)}: {problem}") from None
 

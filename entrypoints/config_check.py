@@ -17,6 +17,7 @@ import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from treadle.domain.rules.limits import parse_duration
 from treadle.domain.values.text import well_formed
 from treadle.entrypoints.config_schema import (
     KEYS,
@@ -174,6 +175,44 @@ def _check_servers(spec: Key, value: object) -> dict[str, dict[str, Any]]:
 _PRICE = Key("number", "", minimum=0)
 
 
+OTEL_KEYS = ("endpoint", "log_prompts")
+
+
+def _check_otel(spec: Key, value: object) -> dict[str, Any]:
+    """``{"endpoint": "http://…:4318", "log_prompts": false}``, each key optional."""
+    if not isinstance(value, dict):
+        raise ValueError(f"must be a table, [otel], not {shown(value)}")
+    unknown = [key for key in value if key not in OTEL_KEYS]
+    if unknown:
+        raise ValueError(f"unknown key {shown(unknown[0])} (the keys: {', '.join(OTEL_KEYS)})")
+    checked: dict[str, Any] = {}
+    if "endpoint" in value:
+        try:
+            checked["endpoint"] = _check_url(spec, value["endpoint"])
+        except ValueError as problem:
+            raise ValueError(f"endpoint: {problem}") from None
+    if "log_prompts" in value:
+        try:
+            checked["log_prompts"] = _check_switch(spec, value["log_prompts"])
+        except ValueError as problem:
+            raise ValueError(f"log_prompts: {problem}") from None
+    return checked
+
+
+def _check_duration(spec: Key, value: object) -> float:
+    """Seconds: a number, or text as people write it (``90s``, ``10m``, ``1h30m``)."""
+    seconds = (
+        float(value)
+        if isinstance(value, int | float) and not isinstance(value, bool) and value > 0
+        else parse_duration(value)
+        if isinstance(value, str)
+        else None
+    )
+    if seconds is None or not math.isfinite(seconds):
+        raise ValueError(f"must be a duration such as 90s, 10m or 1h30m, not {shown(value)}")
+    return seconds
+
+
 def _check_prices(spec: Key, value: object) -> dict[str, dict[str, float]]:
     """``{"MODEL": {"input": 3.0, "output": 15.0, …}}``, every price a number ≥ 0."""
     if not isinstance(value, dict):
@@ -210,6 +249,8 @@ _CHECKS: dict[Kind, Callable[[Key, object], Any]] = {
     "env_names": _check_env_names,
     "servers": _check_servers,
     "prices": _check_prices,
+    "duration": _check_duration,
+    "otel": _check_otel,
 }
 
 
@@ -218,6 +259,7 @@ _CHECKS: dict[Kind, Callable[[Key, object], Any]] = {
 _FILES_ONLY = {
     "servers": "can only be set in a file, as [mcp_servers.NAME] tables",
     "prices": 'can only be set in a file, as [prices."MODEL"] tables',
+    "otel": "can only be set in a file, as an [otel] table",
 }
 
 

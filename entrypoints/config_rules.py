@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 def check_together(app: AppConfig) -> AppConfig:
     """Checks across keys (ConfigError naming both origins), and ``provider`` + a bare
     model name into ``PROVIDER:NAME``."""
-    for check in (_budgets, _servers, _thinking, _prices):
+    for check in (_budgets, _servers, _thinking, _prices, _max_cost):
         check(app)
     if app.provider and app.model and ":" not in app.model and app.model != "demo":
         app = replace(app, model=f"{app.provider}:{app.model}")
@@ -93,6 +93,18 @@ def _prices(app: AppConfig) -> None:
                 f"{app.origin('prices')}: prices.{shown(model)}: no {missing[0]} price "
                 "(input and output are needed; the cache prices default to input)"
             )
+
+
+def _max_cost(app: AppConfig) -> None:
+    """A cost limit needs the model's prices: treadle does not guess them."""
+    if app.max_cost is None:
+        return
+    name = app.model.partition(":")[2] or app.model
+    if not (app.prices.get(app.model) or app.prices.get(name)):
+        raise ConfigError(
+            f"{app.origin('max_cost')}: max_cost: the prices of {app.model or 'the model'} "
+            f'are not known (set them as [prices."{app.model}"] input and output)'
+        )
 
 
 def mcp_server_configs(app: AppConfig) -> tuple[McpServerConfig, ...]:

@@ -82,6 +82,15 @@ class AppConfig:
     compact_at: float = 0.8
     connect_timeout: float = 10.0
     read_timeout: float = 120.0
+    # Issue 26: limits the person sets on what a turn spends (None: no limit).
+    max_cost: float | None = None
+    max_tokens_total: int | None = None
+    max_requests: int | None = None
+    max_time: float | None = None
+    output_schema: str = ""
+    """A JSON Schema file the final answer must meet ("": any answer)."""
+    otel: Mapping[str, Any] = field(default_factory=dict)
+    """The ``[otel]`` table: ``endpoint`` (OTLP/HTTP) and ``log_prompts``."""
     origins: dict[str, str] = field(default_factory=dict, compare=False)
     held_back: tuple[str, ...] = field(default=(), compare=False)
     """Keys the project file set in a folder not trusted, so left out (issue 15)."""
@@ -127,6 +136,8 @@ Kind = Literal[
     "switch",
     "servers",
     "prices",
+    "duration",
+    "otel",
 ]
 Trust = Literal["free", "always", "raise", "unless", "starting", "enabled"]
 """Whether a project file's value counts in a folder the user has not trusted:
@@ -276,6 +287,25 @@ KEYS: dict[str, Key] = {
         minimum=0,
         positive=True,
     ),
+    # Limits on what a turn spends, its sub-agents included (issue 26).
+    "max_cost": Key(
+        "number",
+        "dollars a turn may spend, at the model's configured prices (unset: no limit)",
+        minimum=0,
+        positive=True,
+    ),
+    "max_tokens_total": Key("whole", "tokens a turn may spend (unset: no limit)", minimum=1),
+    "max_requests": Key("whole", "requests a turn may make (unset: no limit)", minimum=1),
+    "max_time": Key("duration", "how long a turn may run: 90s, 10m, 1h30m (unset: no limit)"),
+    "otel": Key(
+        "otel",
+        "OpenTelemetry, as an [otel] table (files only): endpoint (OTLP/HTTP, else "
+        "OTEL_EXPORTER_OTLP_ENDPOINT), log_prompts (default false)",
+        trust="always",
+    ),
+    "output_schema": Key(
+        "text", "a JSON Schema file (draft 2020-12) the final answer must be valid against"
+    ),
 }
 """Every key a file, a ``TREADLE_*`` variable or a flag may set (``workspace`` is a flag)."""
 
@@ -297,6 +327,11 @@ RECORDED_SETTINGS = (
     # Context windows (issue 10)
     "context_window",
     "compact_at",
+    # Where a turn ends, and what its answer must be (issue 26): a replay ends the same.
+    "max_tokens_total",
+    "max_requests",
+    "max_time",
+    "output_schema",
 )
 """What a session records of its configuration: what shapes its requests, for replay."""
 NOT_CONFIG_VARIABLES = PATH_VARIABLES

@@ -58,8 +58,10 @@ from treadle.entrypoints.wiring import (
     build_turn_start,
     context_so_far,
     conversation_so_far,
+    observed,
     open_mcp_servers,
     open_session_log,
+    open_telemetry,
     open_transcript,
     read_project_instructions,
     subagents_so_far,
@@ -83,6 +85,7 @@ from treadle.ports.turn_start import TurnStart
 if TYPE_CHECKING:
     from treadle.adapters.mcp.servers import McpServers
     from treadle.adapters.sandbox import Sandbox
+    from treadle.adapters.telemetry import Telemetry
     from treadle.ports.batch import BatchScreen, ResultsLog, TurnEngine
 
 __all__ = [
@@ -139,6 +142,9 @@ class Container(containers.DeclarativeContainer):
     transcript: providers.Provider[SessionLog | None] = providers.Resource(
         open_transcript, app, session_dir, redactor, screen
     )
+    telemetry: providers.Provider[Telemetry | None] = providers.Resource(
+        open_telemetry, app, redactor
+    )
     history: providers.Provider[History] = providers.Singleton(conversation_so_far, transcript)
     resumed: providers.Provider[tuple[ContextState, ContextWindow | None]] = providers.Singleton(
         context_so_far, transcript, history
@@ -173,7 +179,7 @@ class Container(containers.DeclarativeContainer):
         clock=clock,
         runner=runner,
         terminal=screen,
-        transcript=transcript,
+        transcript=providers.Singleton(observed, transcript, telemetry),
         turn_start=turn_start,
         server=server,
         models=providers.Singleton(models_by_name, models),

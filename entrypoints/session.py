@@ -6,10 +6,13 @@ import argparse
 import asyncio
 import contextlib
 import ctypes
+import json
 import os
 import re
 import sys
 import time
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from treadle.adapters.redact import Redactor
 from treadle.adapters.sessions import (
@@ -23,7 +26,7 @@ from treadle.domain.loop.stop import StoppedFirst, StopSignal
 from treadle.domain.rules.resume import RESUME_MESSAGE
 from treadle.domain.values.conversation import Usage
 from treadle.domain.values.events import TurnEnded
-from treadle.domain.values.outcome import NoModel, Stopped, end_turn
+from treadle.domain.values.outcome import NoModel, OutcomeKind, Stopped, end_turn
 from treadle.domain.values.text import well_formed
 from treadle.entrypoints.config import (
     USAGE_ERROR,
@@ -37,6 +40,9 @@ from treadle.entrypoints.interrupts import SignalPolicy
 from treadle.entrypoints.paths import sessions_dir, state_dir
 from treadle.entrypoints.providers import key_needed
 from treadle.entrypoints.trust import held_back_warning
+
+if TYPE_CHECKING:
+    from treadle.domain.loop.turn import Agent
 
 __all__ = ["flag_values", "state_dir"]  # batch reads them here
 
@@ -132,6 +138,17 @@ def opened_or_said(args: argparse.Namespace) -> tuple[AppConfig, str, bool] | No
         redact = Redactor.from_environ(settings_environment(os.environ)).redact
         print(f"treadle: {redact(str(error))}", file=sys.stderr)
         return None
+    if app.output_schema:  # a schema that cannot be one is said before anything starts
+        from treadle.adapters.output_schema import SchemaUnusable
+        from treadle.entrypoints.wiring import output_contract_of
+
+        try:
+            output_contract_of(app)
+        except SchemaUnusable as error:
+            print(
+                f"treadle: {app.origin('output_schema')}: output_schema: {error}", file=sys.stderr
+            )
+            return None
     return (app, session_id, resuming) if ready_to_start(app) else None
 
 
@@ -149,9 +166,12 @@ def run_session(args: argparse.Namespace) -> int:
     keyboard = _is_terminal(sys.stdin)
     verbose = bool(getattr(args, "verbose", False))
     command = getattr(args, "command", None)
+    last = getattr(args, "output_last_message", None) or ""
     if command:  # its arguments, if any, are the task's place (issue 23)
         mode = "json" if args.json else "tty" if tty else "plain"
-        run = _one_turn(app, task or "", mode, str(session_path), session_id, verbose, command)
+        run = _one_turn(
+            app, task or "", mode, str(session_path), session_id, verbose, command, last
+        )
         return asyncio.run(run)
     if task is None and resuming and not (tty and keyboard):
         task = RESUME_MESSAGE  # headless: go on; in a terminal, the prompt asks what next
@@ -171,7 +191,31 @@ def run_session(args: argparse.Namespace) -> int:
             print("treadle: no task given", file=sys.stderr)
             return USAGE_ERROR
     mode = "json" if args.json else "tty" if tty else "plain"
-    return asyncio.run(_one_turn(app, task, mode, str(session_path), session_id, verbose))
+    return asyncio.run(
+        _one_turn(app, task, mode, str(session_path), session_id, verbose, last_message=last)
+    )
+
+
+def final_answer(agent: Agent) -> str:
+    """What ``--output-last-message`` writes: the answer's JSON value under an output
+    schema, else its text."""
+    if agent.settings.output is not None:
+        return json.dumps(agent.value, ensure_ascii=False) + "\n"
+    return agent.history.last_assistant_text()
+
+
+def write_last_message(path: Path, text: str) -> None:
+    """The final answer in ``path``, whole or not at all (a reader never sees half)."""
+    partial = path.with_name(f".{path.name}.partial")
+    try:
+        partial.write_text(text, encoding="utf-8")
+        os.replace(partial, path)
+    except OSError as error:
+        print(
+            f"treadle: flag --output-last-message: {path}: cannot be written: "
+            f"{error.strerror or error}",
+            file=sys.stderr,
+        )
 
 
 def _is_terminal(stream: object) -> bool:
@@ -197,6 +241,7 @@ async def _one_turn(
     session_id: str,
     verbose: bool = False,
     command: str = "",
+    last_message: str = "",
 ) -> int:
     from treadle.entrypoints.container import (
         ModelNotConfigured,
@@ -253,6 +298,8 @@ async def _one_turn(
             outcome = await run_command_turn(agent, turn, container.models(), stop)
         else:
             outcome = await agent.run_turn(task, stop)
+        if last_message and outcome.kind is OutcomeKind.FINISHED:
+            write_last_message(Path(last_message), final_answer(agent))
         return outcome.exit_code
     finally:
         try:

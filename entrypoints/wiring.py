@@ -33,10 +33,12 @@ from treadle.domain.rules.approval import POLICIES
 from treadle.domain.rules.context_window import ContextSettings, ContextState
 from treadle.domain.rules.history import History
 from treadle.domain.rules.interrupts import CtrlC
+from treadle.domain.rules.limits import SpendingLimits
 from treadle.domain.rules.tokens import as_is
 from treadle.domain.rules.truncation import TokenBudget
 from treadle.domain.values.events import Notice
 from treadle.domain.values.model import ContextWindow
+from treadle.domain.values.output import OutputContract
 from treadle.domain.values.tools import ToolLimits
 from treadle.entrypoints.config import (
     DEFAULT,
@@ -56,6 +58,7 @@ from treadle.ports.model import Model, ModelServer
 from treadle.ports.process import ProcessRunner
 from treadle.ports.terminal import Terminal
 from treadle.ports.tools import Tool
+from treadle.ports.transcript import TranscriptStore
 from treadle.ports.turn_start import TurnStart
 
 if TYPE_CHECKING:
@@ -64,6 +67,7 @@ if TYPE_CHECKING:
     from treadle.adapters.checkpoints import ShadowRepository
     from treadle.adapters.mcp.servers import McpServers
     from treadle.adapters.sandbox import Sandbox
+    from treadle.adapters.telemetry import Telemetry
     from treadle.domain.rules.sandbox import SandboxMode
     from treadle.domain.values.process import ProcessError, ProcessResult, ProcessSpec
 
@@ -250,6 +254,41 @@ def build_redactor(app: AppConfig) -> Redactor:
     return Redactor.from_environ({**environ, **configured}, also=[*key_envs, *configured])
 
 
+def open_telemetry(app: AppConfig, redactor: Redactor) -> Iterator[Telemetry | None]:
+    """OpenTelemetry while the session runs, when an endpoint is configured (``[otel]``
+    or ``OTEL_EXPORTER_OTLP_ENDPOINT``); its last spans and metrics are flushed at the
+    end. Without one, nothing of OpenTelemetry is imported."""
+    endpoint = app.otel.get("endpoint") or os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT", "")
+    if not endpoint:
+        yield None
+        return
+    try:
+        from treadle.adapters.telemetry import Telemetry, TelemetryConfig
+    except ImportError:
+        print(
+            "treadle: telemetry is configured but the otel extra is not installed "
+            "(pip install 'treadle[otel]'); the session runs without it",
+            file=sys.stderr,
+        )
+        yield None
+        return
+    config = TelemetryConfig(endpoint, bool(app.otel.get("log_prompts", False)))
+    telemetry = Telemetry.start(config, app.model, redactor.redact)
+    try:
+        yield telemetry
+    finally:
+        telemetry.close()
+
+
+def observed(transcript: SessionLog | None, telemetry: Telemetry | None) -> TranscriptStore | None:
+    """The transcript the agent records to: the session's, seen by telemetry too."""
+    if telemetry is None:
+        return transcript
+    from treadle.adapters.telemetry import TelemetryTee
+
+    return TelemetryTee(transcript, telemetry.tracer)
+
+
 def open_session_log(app: AppConfig, session_dir: str, redactor: Redactor) -> Iterator[str]:
     """The session's ``treadle.log`` while the session runs (no file without a session)."""
     if not session_dir:
@@ -367,9 +406,21 @@ def build_settings(
         subagent_depth=app.subagent_depth,
         log_path=log_path,
         prices=model_prices(app),
+        output=output_contract_of(app),
+        spending=SpendingLimits(app.max_cost, app.max_tokens_total, app.max_requests, app.max_time),
         # Estimated as recorded: a replay of the transcript sends the same max_tokens.
         recorded=redactor.redact_value if redactor is not None else as_is,
     )
+
+
+def output_contract_of(app: AppConfig) -> OutputContract | None:
+    """The final answer's contract, when an output schema is configured; SchemaUnusable
+    says why the file cannot be one (checked before the session starts)."""
+    if not app.output_schema:
+        return None
+    from treadle.adapters.output_schema import load_output_schema  # jsonschema: only then
+
+    return load_output_schema(Path(app.workspace, app.output_schema))
 
 
 def context_settings(app: AppConfig) -> ContextSettings:

@@ -181,6 +181,7 @@ class RayEngine:
             session=order.session,
             requests=said.requests,
             tokens=dict(said.tokens),
+            cost=said.cost,
             seconds=seconds,  # where it ran is in Ray's own message (on stdout)
         )
 

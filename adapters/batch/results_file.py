@@ -39,6 +39,8 @@ def result_record(result: TaskResult) -> dict[str, Any]:
         "tokens": {**dict.fromkeys(TOKEN_KINDS, 0), **result.tokens},
         "seconds": result.seconds,
         "worker": result.worker,
+        "cost": result.cost,
+        "value": result.value,
     }
 
 

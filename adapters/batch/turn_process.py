@@ -69,6 +69,7 @@ def turn_command(order: TurnOrder, python: str = sys.executable) -> list[str]:
         ("--base-url", order.base_url),
         ("--approval", order.approval),
         ("--sandbox", order.sandbox),
+        *((f"--{key.replace('_', '-')}", text) for key, text in order.flags),
     ):
         if value:
             argv += [flag, value]
@@ -276,6 +277,8 @@ async def run_turn(
         tokens=dict(lines.tally.tokens),
         seconds=round(clock.now() - started, 3),
         worker=worker,
+        cost=lines.tally.cost,
+        value=lines.tally.value,
     )
 
 

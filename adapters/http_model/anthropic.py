@@ -184,6 +184,9 @@ def _body(
         body["thinking"] = {"type": "adaptive"}
     if options.effort:
         body["output_config"] = {"effort": options.effort}
+    if request.output_schema is not None:  # structured outputs (GA: output_config.format)
+        format_ = {"type": "json_schema", "schema": request.output_schema}
+        body.setdefault("output_config", {})["format"] = format_
     return body
 
 

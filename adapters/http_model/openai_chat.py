@@ -100,6 +100,16 @@ def _body(
         body["reasoning_effort"] = options.effort
     if hosted and options.session:
         body["prompt_cache_key"] = options.session
+    if hosted and request.output_schema is not None:
+        # Not strict: strict mode takes only a subset of JSON Schema; treadle validates.
+        body["response_format"] = {
+            "type": "json_schema",
+            "json_schema": {
+                "name": "final_answer",
+                "schema": request.output_schema,
+                "strict": False,
+            },
+        }
     return body
 
 

@@ -104,6 +104,16 @@ def _body(
         body["include"] = ["reasoning.encrypted_content"]
     if hosted and options.session:
         body["prompt_cache_key"] = options.session
+    if hosted and request.output_schema is not None:
+        # Not strict: strict mode takes only a subset of JSON Schema; treadle validates.
+        body["text"] = {
+            "format": {
+                "type": "json_schema",
+                "name": "final_answer",
+                "schema": request.output_schema,
+                "strict": False,
+            }
+        }
     return body
 
 

@@ -15,15 +15,17 @@ kept, since the protocols want back only what belongs to the answer they gave.
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Callable, Sequence, Set
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence, Set
 from dataclasses import dataclass, field
 
 from returns.result import Failure, Result, Success
 
 from treadle.domain.loop.context import ContextKeeper, SharedWindow
 from treadle.domain.loop.settings import TurnSettings
+from treadle.domain.loop.spending import SpendingMeter
 from treadle.domain.loop.stop import STOPPED, StopSignal
 from treadle.domain.rules.context_window import ContextState
+from treadle.domain.rules.final_answer import schema_instructions
 from treadle.domain.rules.history import History, unique_call
 from treadle.domain.rules.kept_reasoning import kept_on_arrival
 from treadle.domain.rules.retry import GiveUp, decide_retry
@@ -132,6 +134,8 @@ class Responder:
     on_usage: Callable[[Usage], None] = lambda usage: None
     shared_window: SharedWindow = field(default_factory=SharedWindow)
     context_state: ContextState | None = None
+    meter: SpendingMeter = field(default_factory=SpendingMeter)
+    """The turn's spending, shared with the other agents of the turn."""
     context: ContextKeeper = field(init=False)
     _offered: tuple[str, ...] | None = field(init=False, default=None)
 
@@ -155,7 +159,14 @@ class Responder:
         prompt = self.settings.system_prompt
         head = f"{prompt}\n\n{instructions}" if instructions else prompt
         skills = self._skills_offered()
-        return f"{head}\n\n{skills}" if skills else head
+        head = f"{head}\n\n{skills}" if skills else head
+        output = self._output_schema()
+        return f"{head}\n\n{schema_instructions(output)}" if output is not None else head
+
+    def _output_schema(self) -> Mapping[str, object] | None:
+        """The schema the main agent's final answer must meet; sub-agents answer freely."""
+        output = self.settings.output
+        return output.schema if output is not None and not self.agent else None
 
     def _skills_offered(self) -> str:
         """The list of skills as it fits the window (issue 23); the main agent says
@@ -216,6 +227,7 @@ class Responder:
                 attempt=reply.attempt,
                 tools_allowed=tools_allowed,
                 thinking_budget=self._thinking(fitted),
+                output_schema=self._output_schema(),
             )
             current, stopped = await self._exchange(
                 request, len(history), history.digest, stop, taken=history.call_ids
@@ -307,6 +319,7 @@ class Responder:
         """Send one request and read its stream: what it produced, and whether the stop
         came first (what it produced until then is kept)."""
         self.requests += 1
+        self.meter.request_sent()
         self.doing = (
             "compacting the conversation"
             if quiet
@@ -481,6 +494,7 @@ class Responder:
 
     def _count(self, usage: Usage) -> None:
         if usage.total:
+            self.meter.spend(usage, self.settings.prices)
             self.on_usage(usage)
 
 

@@ -8,10 +8,12 @@ from dataclasses import dataclass, field
 from treadle.domain.loop.prompt import SYSTEM_PROMPT
 from treadle.domain.rules.approval import ApprovalPolicy
 from treadle.domain.rules.context_window import ContextSettings
+from treadle.domain.rules.limits import SpendingLimits
 from treadle.domain.rules.retry import RetrySchedule
 from treadle.domain.rules.tokens import as_is
 from treadle.domain.rules.truncation import TokenBudget
 from treadle.domain.values.conversation import Message
+from treadle.domain.values.output import OutputContract
 from treadle.domain.values.prices import Prices
 from treadle.domain.values.tools import ToolLimits
 from treadle.domain.values.workflows import AgentDefinition, Skill
@@ -59,6 +61,10 @@ class TurnSettings:
     """Where tracebacks go (the session's ``treadle.log``); named by a failure's line."""
     prices: Prices | None = None
     """The model's prices, where configured: a turn's end then says what it cost."""
+    output: OutputContract | None = None
+    """What the main agent's final answer must be (``--output-schema``); None: any text."""
+    spending: SpendingLimits = field(default_factory=SpendingLimits)
+    """What a turn may spend, its sub-agents included (limits the person set)."""
     recorded: Callable[[Message], Message] = as_is
     """A message as the transcript keeps it (its secrets redacted). The window's
     accounting estimates that, and a pruned result's stub is made from it: a replay,

@@ -20,12 +20,15 @@ from treadle.domain.loop.context import SharedWindow
 from treadle.domain.loop.named_agents import ModelsByName, named_setup
 from treadle.domain.loop.response import Answer, Responder
 from treadle.domain.loop.settings import TurnSettings
+from treadle.domain.loop.spending import SpendingMeter
 from treadle.domain.loop.stop import STOPPED, StoppedFirst, StopSignal
 from treadle.domain.loop.subagent import AgentTool
 from treadle.domain.rules.approval import Ask, Deny, decide_approval, declined_text
 from treadle.domain.rules.arguments import arguments_object, parse_arguments
 from treadle.domain.rules.context_window import ContextState
+from treadle.domain.rules.final_answer import correction_request, read_value
 from treadle.domain.rules.history import INTERRUPTED_RESULT, History, close_unanswered
+from treadle.domain.rules.limits import LimitNear
 from treadle.domain.rules.output_bound import OutputBound
 from treadle.domain.rules.tokens import measured_as
 from treadle.domain.values.conversation import Message, ToolCall, Usage
@@ -46,6 +49,8 @@ from treadle.domain.values.outcome import (
     Crashed,
     NeedsApproval,
     OutcomeKind,
+    OutputInvalid,
+    SpendingLimitReached,
     Stopped,
     TurnEnding,
     TurnOutcome,
@@ -118,6 +123,7 @@ class Agent:
         context: ContextState | None = None,
         window: SharedWindow | None = None,
         subagents_started: int = 0,
+        meter: SpendingMeter | None = None,
     ) -> None:
         self.ports = ports
         self.settings = settings or TurnSettings()
@@ -126,6 +132,8 @@ class Agent:
         self.history.measured_by(measured_as(self.settings.recorded))
         self.history.listener = lambda message: self.emit(MessageAdded(message, name))
         self.window = window if window is not None else SharedWindow()
+        self.meter = meter if meter is not None else SpendingMeter(self.settings.spending)
+        """What the turn has spent, shared with its sub-agents (they get this one)."""
         self._warned: set[str] = set()
         self._stopped_results: dict[str, ToolResult] = {}
         """What the calls a stop cancelled had done until then, by call id."""
@@ -152,8 +160,11 @@ class Agent:
             on_usage=self.add_usage,
             shared_window=self.window,
             context_state=context or ContextState(messages=len(self.history)),
+            meter=self.meter,
         )
         self.usage = Usage()
+        self.value: object = None
+        """The current turn's final answer as a JSON value, once it met the output schema."""
         self.requests_before_turn = 0
         self._turn_started: float | None = None
         self._host_start: asyncio.Future[Sequence[Notice]] | None = None
@@ -182,7 +193,14 @@ class Agent:
         """A sub-agent with this agent's ports, settings, tools and window; a named one
         with its definition's prompt, tools and model (or why it cannot start)."""
         if definition is None:
-            return Agent(self.ports, self.settings, self.base_tools, name=name, window=self.window)
+            return Agent(
+                self.ports,
+                self.settings,
+                self.base_tools,
+                name=name,
+                window=self.window,
+                meter=self.meter,
+            )
         setup = named_setup(
             definition, name, self.settings, self.base_tools, self.ports.models, self.name
         )
@@ -197,6 +215,7 @@ class Agent:
             name=name,
             window=self.window,
             subagents=setup.subagents,
+            meter=self.meter,
         )
 
     def resume_from(
@@ -224,8 +243,9 @@ class Agent:
     ) -> TurnOutcome:
         """Run one turn on ``task`` until the model answers without a tool call.
 
-        Nothing caps the number of requests; ``stop`` (Esc, a caller, a deadline)
-        ends it as paused. The history stays sendable whatever happens.
+        Nothing caps the number of requests but the limits the person set
+        (``settings.spending``); ``stop`` (Esc, a caller, a deadline) ends it as
+        paused. The history stays sendable whatever happens.
         """
         task = well_formed(task)  # a person's text can be as broken as a model's
         stop = stop or StopSignal()
@@ -234,7 +254,10 @@ class Agent:
             # the terminal straight to the signal (README: Where things are).
             self.ports.terminal.bind_interrupt(partial(stop.set, "interrupted"))
         started = self._turn_started = self.ports.clock.now()
+        if not self.name:  # a sub-agent's spending is its caller's turn's
+            self.meter.restart(started)
         self.usage = Usage()
+        self.value = None
         self.requests_before_turn = self.responder.requests
         if announce:
             self.emit(TurnStarted(task, self.name))
@@ -277,7 +300,8 @@ class Agent:
         elapsed = self.ports.clock.now() - started
         prices = self.settings.prices
         cost = prices.cost(self.usage) if prices is not None else None
-        self.emit(TurnEnded(outcome, self.usage, self.requests, elapsed, self.name, cost))
+        value = self.value if outcome.kind is OutcomeKind.FINISHED else None
+        self.emit(TurnEnded(outcome, self.usage, self.requests, elapsed, self.name, cost, value))
 
     def abandon_turn(self) -> None:
         """Record the running turn as paused, now: treadle is leaving at once (a second
@@ -311,7 +335,10 @@ class Agent:
         if not self.name and await stop.race(self._ask_the_server()) is STOPPED:
             return Stopped()
         specs = [tool.spec for tool in self.tools.values()]
+        corrected = False
         while True:
+            if (spent := self._over_limit()) is not None:
+                return spent
             answer = await self.responder.respond(self.history, specs, stop)
             if not isinstance(answer, Answer):
                 return answer
@@ -319,10 +346,46 @@ class Agent:
                 Message.assistant(answer.text, answer.tool_calls, reasoning=answer.reasoning)
             )
             if not answer.tool_calls:
-                return Answered()
+                invalid = self._invalid_output(answer.text)
+                if invalid is None:
+                    return Answered()
+                if corrected:  # one corrective request, and no more
+                    return OutputInvalid(invalid[0])
+                corrected = True
+                self.history.append(Message.user(correction_request(invalid)))
+                continue
+            if (spent := self._over_limit()) is not None:
+                # The request that crossed the limit ends the turn: its calls do not run.
+                for call in answer.tool_calls:
+                    self.history.append(
+                        Message.tool(call.id, f"Not run: {spent.line}.", is_error=True)
+                    )
+                return spent
             ended = await self._run_calls(answer, stop)
             if ended is not None:
                 return ended
+
+    def _invalid_output(self, text: str) -> Sequence[str] | None:
+        """What is wrong with a final answer under the output schema (None: nothing, and
+        its value is kept). Only the main agent's answer is checked."""
+        output = self.settings.output
+        if output is None or self.name:
+            return None
+        value, why = read_value(text)
+        errors = [why] if why else output.errors(value)
+        if not errors:
+            self.value = value
+            return None
+        return errors
+
+    def _over_limit(self) -> SpendingLimitReached | None:
+        """The limit the turn has spent, if any; a warning the first time one is near."""
+        found = self.meter.check(self.ports.clock.now())
+        if isinstance(found, LimitNear):
+            self.emit(Notice("spending_limit_near", found.line(), self.name))
+        elif found is not None:
+            return SpendingLimitReached(found.line())
+        return None
 
     async def answer_without_tools(self, task: str, stop: StopSignal) -> Answer | TurnEnding:
         """One answer to ``task`` that may call no tool (a sub-agent's final report).

@@ -19,9 +19,9 @@ from dataclasses import dataclass
 
 from returns.result import Failure, Result, Success
 
-from treadle.domain.values.batch import BatchTask, TurnOrder
+from treadle.domain.values.batch import TURN_FLAGS, BatchTask, Flags, TurnOrder
 
-FIELDS = ("id", "task", "workspace", "model", "resume")
+FIELDS = ("id", "task", "workspace", "model", "resume", *TURN_FLAGS)
 OPTIONAL = ("workspace", "model", "resume")
 CONTINUED = ("paused", "lost")
 """Outcomes whose session a rerun continues: the turn was cut short from outside."""
@@ -120,6 +120,15 @@ def _one_task(number: int, text: str) -> tuple[str | None, BatchTask | list[str]
         value = data.get(key)
         if key in data and (not isinstance(value, str) or not value.strip()):
             problems.append(f"{_shown(key)} must be a non-empty string, not {_shown(value)}")
+    flags: list[tuple[str, str]] = []
+    for key in TURN_FLAGS:
+        value = data.get(key)
+        if key not in data:
+            continue
+        if isinstance(value, bool) or not isinstance(value, str | int | float) or value == "":
+            problems.append(f"{_shown(key)} must be a number or a string, not {_shown(value)}")
+        else:
+            flags.append((key, str(value)))
     if problems or identity is None:
         return identity, problems
     task_found = BatchTask(
@@ -129,6 +138,7 @@ def _one_task(number: int, text: str) -> tuple[str | None, BatchTask | list[str]
         workspace=data.get("workspace", ""),
         model=data.get("model", ""),
         resume=data.get("resume", ""),
+        flags=tuple(flags),
     )
     return identity, task_found
 
@@ -168,6 +178,7 @@ class TurnDefaults:
     approval: str = ""
     sandbox: str = ""
     environment: tuple[tuple[str, str], ...] = ()
+    flags: Flags = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -240,8 +251,19 @@ def _order(
         approval=defaults.approval,
         sandbox=defaults.sandbox,
         environment=defaults.environment,
+        flags=merged_flags(defaults.flags, task.flags),
         transcript=transcript_of(session),
     )
+
+
+def merged_flags(batch: Flags, own: Flags) -> Flags:
+    """The batch's settings with a task's own over them, in :data:`TURN_FLAGS` order.
+
+    >>> merged_flags((("max_cost", "1"), ("max_time", "10m")), (("max_cost", "0.2"),))
+    (('max_cost', '0.2'), ('max_time', '10m'))
+    """
+    given = dict(batch) | dict(own)
+    return tuple((key, given[key]) for key in TURN_FLAGS if key in given)
 
 
 def shared_workspaces(orders: Iterable[TurnOrder]) -> dict[str, int]:

@@ -41,6 +41,8 @@ class TurnTally:
     kind: str = ""
     line: str = ""
     detail: str = ""
+    cost: float | None = None
+    value: object = None
 
     @property
     def said(self) -> str:
@@ -90,8 +92,15 @@ def tally(so_far: TurnTally, record: Mapping[str, object]) -> TurnTally:
                 kind=str(outcome.get("kind", "")),
                 line=str(record.get("line", "")),
                 detail=str(outcome.get("detail", "")),
+                cost=_cost(record.get("cost")),
+                value=record.get("value"),
             )
     return so_far
+
+
+def _cost(cost: object) -> float | None:
+    number = isinstance(cost, int | float) and not isinstance(cost, bool)
+    return float(cost) if number else None  # type: ignore[arg-type]
 
 
 def tally_lines(lines: Iterable[str], start: TurnTally | None = None) -> TurnTally:

@@ -28,6 +28,20 @@ OUTCOMES: Final[tuple[TaskOutcome, ...]] = (
 )
 
 
+TURN_FLAGS: Final[tuple[str, ...]] = (
+    "max_cost",
+    "max_tokens_total",
+    "max_requests",
+    "max_time",
+    "output_schema",
+)
+"""The headless contract's settings a batch passes to each turn (issue 26), as the
+batch's flags and a task line's own fields: ``--max-cost``… on the turn's command line."""
+
+Flags = tuple[tuple[str, str], ...]
+"""Settings of :data:`TURN_FLAGS` given, each with its text, in that order."""
+
+
 @dataclass(frozen=True, slots=True)
 class BatchTask:
     """One line of TASKS: ``id`` and ``task``, and optionally the folder to work in, the
@@ -39,6 +53,8 @@ class BatchTask:
     workspace: str = ""
     model: str = ""
     resume: str = ""
+    flags: Flags = ()
+    """Its own limits and output schema, over the batch's."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,6 +75,8 @@ class TurnOrder:
     approval: str = ""
     sandbox: str = ""
     environment: tuple[tuple[str, str], ...] = ()
+    flags: Flags = ()
+    """Its limits and output schema (the task's own, else the batch's)."""
     transcript: str = ""
     """Where the turn's transcript will be, as the batch sees it (a cluster node may keep
     it at the same path on its own disk)."""
@@ -80,6 +98,10 @@ class TaskResult:
     tokens: Mapping[str, int] = field(default_factory=dict)
     seconds: float = 0.0
     worker: str = ""
+    cost: float | None = None
+    """Dollars the turn spent, where its model's prices are known."""
+    value: object = None
+    """The final answer's JSON value, checked against the turn's output schema."""
 
     @property
     def finished(self) -> bool:

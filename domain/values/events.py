@@ -332,6 +332,9 @@ class TurnEnded:
     elapsed: float
     agent: str = ""
     cost: float | None = None
+    value: object = None
+    """The final answer's JSON value, checked against the output schema (None: there is
+    no schema, or the turn did not end with a valid answer)."""
 
 
 TurnEvent = (

@@ -54,6 +54,9 @@ class ModelRequest:
     attempt: int = 1
     tools_allowed: bool = True
     thinking_budget: int = 0
+    output_schema: Mapping[str, object] | None = None
+    """The JSON Schema the final answer must meet (``--output-schema``), for a provider
+    that constrains its output to one; treadle validates the answer either way."""
 
 
 # Stream events -------------------------------------------------------------

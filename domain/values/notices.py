@@ -20,6 +20,7 @@ NoticeKind = Literal[
     "sandbox_unavailable",  # commands run without the sandbox asked for
     "skill_loaded",  # the skill tool loaded a skill
     "skills_offered",  # the skills offered to the model in the request
+    "spending_limit_near",  # a turn's spending is past 80 % of a limit the person set
     "tools_dropped",  # the server's chat template drops the tools
     "transcript_failed",  # the transcript could not be written
     "window_not_learned",  # a window the server named, not believed

@@ -38,7 +38,8 @@ class OutcomeKind(enum.Enum):
 
 class FailureKind(enum.Enum):
     """The ways a turn fails; the value is the name the failure line shows.
-    ``NONE`` is the reason of every outcome that is not a failure."""
+    ``NONE`` is the reason of every outcome that is not a failure, but for a turn
+    blocked by a spending limit (``SPENDING_LIMIT``: scripts can tell it apart)."""
 
     NONE = ""
     TRANSPORT = "TransportError"
@@ -47,6 +48,8 @@ class FailureKind(enum.Enum):
     TRUNCATED = "ResponseTruncated"
     CONTEXT = "ContextExceeded"
     INTERNAL = "InternalError"
+    OUTPUT_INVALID = "OutputInvalid"
+    SPENDING_LIMIT = "SpendingLimit"
 
 
 LINE_DETAIL_LIMIT = 1_000
@@ -190,6 +193,21 @@ class SubAgentEnded:
     outcome: TurnOutcome
 
 
+@dataclass(frozen=True, slots=True)
+class SpendingLimitReached:
+    """A limit the person set (``--max-cost``…) is spent; ``line`` says which and how much."""
+
+    line: str
+
+
+@dataclass(frozen=True, slots=True)
+class OutputInvalid:
+    """The final answer is not a value the output schema allows, after one correction;
+    ``error`` is the first thing wrong with it."""
+
+    error: str
+
+
 TurnEnding = (
     Answered
     | ModelGaveUp
@@ -202,6 +220,8 @@ TurnEnding = (
     | NoModel
     | SandboxUnavailable
     | SubAgentEnded
+    | SpendingLimitReached
+    | OutputInvalid
 )
 
 
@@ -228,6 +248,10 @@ def end_turn(cause: TurnEnding) -> TurnOutcome:
             return TurnOutcome(OutcomeKind.PAUSED)
         case NoModel(why=why) | SandboxUnavailable(why=why):
             return TurnOutcome(OutcomeKind.BLOCKED, why)
+        case SpendingLimitReached(line=line):
+            return TurnOutcome(OutcomeKind.BLOCKED, line, FailureKind.SPENDING_LIMIT)
+        case OutputInvalid(error=error):
+            return TurnOutcome(OutcomeKind.FAILED, error, FailureKind.OUTPUT_INVALID)
         case SubAgentEnded(name=name, outcome=outcome):
             return TurnOutcome(outcome.kind, f"{outcome.detail} (in {name})", outcome.reason)
 

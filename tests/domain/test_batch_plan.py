@@ -87,7 +87,8 @@ def test_every_bad_line_is_reported_not_only_the_first():
         'line 3: "id" must be a non-empty string, not ""',
         'line 4: "task" is missing (only a line with "resume" may leave it out)',
         'line 5: "task" must be a string, not 3',
-        'line 6: unknown field "worksapce" (the fields: id, task, workspace, model, resume)',
+        'line 6: unknown field "worksapce" (the fields: id, task, workspace, model, resume, '
+        "max_cost, max_tokens_total, max_requests, max_time, output_schema)",
         'line 7: "model" must be a non-empty string, not ""',
     )
 
@@ -202,3 +203,12 @@ def test_folders_that_more_than_one_turn_works_in_are_found():
     orders = [TurnOrder(name, "", "s", folder) for name, folder in [("a", "/w"), ("b", "/x")]]
     assert shared_workspaces(orders) == {}
     assert shared_workspaces([*orders, TurnOrder("c", "", "s", "/x")]) == {"/x": 2}
+
+
+def test_a_line_s_own_limits_are_numbers_or_strings() -> None:
+    from treadle.domain.rules.batch_plan import parse_tasks
+
+    good = parse_tasks(['{"id": "a", "task": "x", "max_cost": 0.5, "max_time": "10m"}']).unwrap()
+    assert good[0].flags == (("max_cost", "0.5"), ("max_time", "10m"))
+    bad = parse_tasks(['{"id": "a", "task": "x", "max_requests": true}']).failure()
+    assert bad == ('line 1: "max_requests" must be a number or a string, not true',)

@@ -247,3 +247,23 @@ def test_the_readme_s_results_example_has_the_fields_results_get():
 
     (line,) = readme_block("**RESULTS** gets one JSON line")
     assert list(json.loads(line)) == list(result_record(TaskResult("a", "finished")))
+
+
+def test_a_task_line_sets_its_own_limits_over_the_batch_s(tmp_path):
+    tasks = write_tasks(
+        tmp_path / "tasks.jsonl",
+        [
+            {"id": "a", "task": "x", "max_requests": 3, "output_schema": "a.json"},
+            {"id": "b", "task": "y"},
+        ],
+    )
+    _, plan = plan_for(str(tasks), "--model", "demo", "--max-requests", "9", "--max-time", "10m")
+    a, b = plan.orders
+    assert a.flags == (("max_requests", "3"), ("max_time", "10m"), ("output_schema", "a.json"))
+    assert b.flags == (("max_requests", "9"), ("max_time", "10m"))
+
+
+def test_a_bad_limit_of_the_batch_is_refused_before_anything_runs(tmp_path):
+    tasks = write_tasks(tmp_path / "tasks.jsonl", [{"id": "a", "task": "x"}])
+    with pytest.raises(ConfigError, match="flag --max-cost: max_cost: the prices of demo"):
+        plan_for(str(tasks), "--model", "demo", "--max-cost", "1")

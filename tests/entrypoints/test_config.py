@@ -166,6 +166,14 @@ def test_every_key_can_be_set_from_a_file(places: tuple[Path, Path, dict[str, st
             'mcp_allowed = ["mcp__time__*"]',
             'sandbox = "read-only"',
             'sandbox_writable = ["/opt/cache"]',
+            "max_cost = 2.5",
+            "max_tokens_total = 100000",
+            "max_requests = 50",
+            'max_time = "1h30m"',
+            'output_schema = "answer.schema.json"',
+            "[otel]",
+            'endpoint = "http://127.0.0.1:4318"',
+            "log_prompts = false",
             "[mcp_servers.time]",
             'command = "mcp-server-time"',
             '[prices."gpt-4.1"]',
@@ -177,6 +185,7 @@ def test_every_key_can_be_set_from_a_file(places: tuple[Path, Path, dict[str, st
     assert app.model == "openai:gpt-4.1"  # provider + a bare name
     assert (app.max_tokens, app.token_growth, app.max_tokens_cap) == (1000, 3.0, 5000)
     assert app.allowed_prefixes == ("git status",)
+    assert (app.max_cost, app.max_requests, app.max_time) == (2.5, 50, 5400.0)
     assert {key for key in KEYS if app.origin(key).startswith("project file")} == set(KEYS)
 
 

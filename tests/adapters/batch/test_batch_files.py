@@ -54,6 +54,8 @@ def test_a_result_line_has_every_field_in_order_and_is_on_disk_at_once(tmp_path:
         "tokens",
         "seconds",
         "worker",
+        "cost",
+        "value",
     ]
     assert line["tokens"] == {
         "input": 1200,
