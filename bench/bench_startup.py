@@ -23,6 +23,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from typing import ClassVar
 
 ROUNDS = 21
 HELLO_BUDGET = 0.150  # seconds, median, on this machine
@@ -50,7 +51,7 @@ class _Hello(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     # When the first model request (a POST) of the current run arrived, on the
     # benchmark's own perf_counter clock; reset by the run before it starts its process.
-    first_post: list[float] = []
+    first_post: ClassVar[list[float]] = []
 
     def do_GET(self) -> None:
         """What a session asks first: llama.cpp's /props (its window); 404 elsewhere."""
