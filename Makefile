@@ -55,7 +55,7 @@ $(SITE)/.made: $(STAMP) $(SOURCES)
 	$(PY) -m pip install --quiet --no-deps --no-build-isolation --no-compile --target $(SITE) .
 	touch $@
 
-run: $(STAMP) spawner
+run: $(STAMP) spawner bytecode
 	$(PY) -m treadle --model demo --approval auto "Show what treadle does, on this folder"
 
 lint: $(STAMP)
@@ -71,10 +71,10 @@ types: $(STAMP) $(SITE)/.made
 contract: $(STAMP) $(SITE)/.made
 	cd $(SITE) && $(abspath $(VENV))/bin/lint-imports --config ../../pyproject.toml
 
-fast: $(STAMP) spawner
+fast: $(STAMP) spawner bytecode
 	$(PY) -m pytest $(XDIST) -m 'not slow'
 
-unit: $(STAMP) spawner
+unit: $(STAMP) spawner bytecode
 	$(PY) -m pytest $(XDIST) --cov --cov-report=term --cov-fail-under=85
 	$(PY) -m coverage report --include='*/domain/*' --fail-under=90
 
