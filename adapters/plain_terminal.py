@@ -17,10 +17,9 @@ import os
 import re
 import sys
 from collections.abc import Callable
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from treadle.adapters.serialize import event_to_record
-from treadle.adapters.word_wrap import WordWrap
 from treadle.domain.rules.context_window import is_learned
 from treadle.domain.values.conversation import Usage
 from treadle.domain.values.events import (
@@ -65,6 +64,9 @@ that the answer reads as one."""
 _JSON_UNESCAPED_CONTROL = re.compile(
     r"[\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]"
 )
+
+if TYPE_CHECKING:
+    from treadle.adapters.word_wrap import WordWrap
 
 
 def counted(number: int, noun: str) -> str:
@@ -255,7 +257,12 @@ class PlainTerminal:
         self._outcome: TurnEnded | None = None
         # On a terminal (``width`` given), the answer is word-wrapped to it; into a pipe
         # or a file it goes unchanged.
-        self._wrap = WordWrap(width) if width is not None else None
+        self._wrap: WordWrap | None = None
+        if width is not None:
+            # Lazy (entrypoints.NOT_BEFORE_FIRST_REQUEST): wcwidth's tables, for a terminal only.
+            from treadle.adapters.word_wrap import WordWrap
+
+            self._wrap = WordWrap(width)
         self._mid_line = False
         self._held: list[str] = []
         self.verbose = verbose

@@ -40,12 +40,6 @@ from treadle.adapters.jsonl_transcript import (
 )
 from treadle.domain.rules.context_window import ContextState, window_of
 from treadle.domain.rules.history import History
-from treadle.domain.rules.resume import (
-    rebuild_context,
-    rebuild_history,
-    repaired_messages,
-    subagents_started,
-)
 from treadle.domain.values.conversation import Usage
 from treadle.domain.values.events import (
     MessageAdded,
@@ -476,6 +470,9 @@ class SessionLog:
         refuse_unless_a_file(path)
         if not path.is_file() or path.stat().st_size == 0:
             return None
+        # Lazy (entrypoints.NOT_BEFORE_FIRST_REQUEST): only a continued session rebuilds.
+        from treadle.domain.rules.resume import rebuild_history, repaired_messages
+
         events = self._recorded = list(read_transcript(path))
         for message in repaired_messages(events):
             self.transcript.record(MessageAdded(message))
@@ -489,11 +486,19 @@ class SessionLog:
     def context_so_far(self, history: History) -> tuple[ContextState, ContextWindow | None]:
         """What the accounting of the conversation :meth:`conversation_so_far` rebuilt
         knew, and the window the session last kept to."""
+        if not self._recorded:  # a new session: nothing to rebuild
+            return ContextState(messages=len(history)), None
+        from treadle.domain.rules.resume import rebuild_context
+
         return rebuild_context(self._recorded, history), window_of(self._recorded)
 
     def subagents_so_far(self) -> int:
         """The number of the last sub-agent the conversation :meth:`conversation_so_far`
         rebuilt started (0 for none)."""
+        if not self._recorded:
+            return 0
+        from treadle.domain.rules.resume import subagents_started
+
         return subagents_started(self._recorded)
 
     def _save(self, **changes: object) -> None:

@@ -6,6 +6,10 @@ a big tree hashes every file), and it says, once a session, what the person shou
 know: that commands cannot be confined on this kernel, that some files are not
 recorded. A notice shown once is not repeated on every turn.
 
+The sandbox and the shadow repository may be given as factories: they are then made,
+and their modules imported, in that thread, while the first request is on its way
+(see ``treadle.entrypoints.NOT_BEFORE_FIRST_REQUEST``).
+
 Example::
 
     turn_start = HostTurnStart(shadow_for(state, workspace), session="2025…", sandbox=sandbox)
@@ -36,28 +40,33 @@ class HostTurnStart:
         shadow: ShadowRepository | Callable[[], ShadowRepository] | None,
         *,
         session: str = "",
-        sandbox: Sandbox | None = None,
+        sandbox: Sandbox | Callable[[], Sandbox] | None = None,
     ) -> None:
         self._shadow = shadow
         self.session = session
-        self.sandbox = sandbox
+        self._sandbox = sandbox
         self._shown: set[str] = set()
 
     async def before_turn(self, task: str) -> Sequence[Notice]:
+        warning, recorded = await asyncio.to_thread(self._on_host, one_line(task, 100))
         notices: list[Notice] = []
-        if self.sandbox is not None and self.sandbox.warning:
-            notices.append(Notice("sandbox_unavailable", self.sandbox.warning))
-        if self._shadow is not None:
-            label = one_line(task, 100)
-            recorded = await asyncio.to_thread(self._record, label)
-            match recorded:
-                case Success(checkpoint):
-                    notices += [Notice("checkpoint_partial", n) for n in checkpoint.notices]
-                case Failure(why):
-                    notices.append(Notice("checkpoint_skipped", why))
+        if warning:
+            notices.append(Notice("sandbox_unavailable", warning))
+        match recorded:
+            case Success(checkpoint):
+                notices += [Notice("checkpoint_partial", n) for n in checkpoint.notices]
+            case Failure(why):
+                notices.append(Notice("checkpoint_skipped", why))
         fresh = [notice for notice in notices if notice.text not in self._shown]
         self._shown.update(notice.text for notice in fresh)
         return fresh
+
+    @property
+    def sandbox(self) -> Sandbox | None:
+        """The session's sandbox, made the first time it is needed (as the shadow is)."""
+        if callable(self._sandbox):  # a sandbox itself is not callable
+            self._sandbox = self._sandbox()
+        return self._sandbox
 
     @property
     def shadow(self) -> ShadowRepository | None:
@@ -67,7 +76,10 @@ class HostTurnStart:
             self._shadow = self._shadow()
         return self._shadow
 
-    def _record(self, label: str) -> Result[Checkpoint, str]:
+    def _on_host(self, label: str) -> tuple[str, Result[Checkpoint, str] | None]:
+        """In the thread: the sandbox's warning (probing the kernel), the checkpoint."""
+        sandbox = self.sandbox
+        warning = sandbox.warning if sandbox is not None else ""
         shadow = self.shadow
-        assert shadow is not None
-        return shadow.record(session=self.session, task=label)
+        recorded = None if shadow is None else shadow.record(session=self.session, task=label)
+        return warning, recorded

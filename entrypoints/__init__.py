@@ -5,6 +5,12 @@ each such place is a row of :data:`LAZY_IMPORTS` (the importing module, what it
 imports, and why), and a test holds every function-level import in the entrypoints
 to a row. ``treadle --version`` loads argparse and the providers' table; a session
 loads the adapters it uses, when it uses them.
+
+Start-up is part of the product (issue 21: process start to first request at most 0.8
+times Codex's). The first request needs the configuration, the container, the model
+adapter, the screen and the tools' descriptions; :data:`NOT_BEFORE_FIRST_REQUEST` names
+what it goes out without, and why, and a test runs a real session against a local
+server to check that none of it is loaded when the first request is sent.
 """
 
 LAZY_IMPORTS: dict[tuple[str, str], str] = {
@@ -22,6 +28,8 @@ LAZY_IMPORTS: dict[tuple[str, str], str] = {
     ("session", "treadle.adapters.output_schema"): "jsonschema only when an output "
     "schema is configured, to say a broken one before the session starts",
     ("session", "treadle.entrypoints.wiring"): "the same: its loader, before the container",
+    ("session", "treadle.domain.rules.resume"): "the rules of continuing a session only "
+    "when one is continued (NOT_BEFORE_FIRST_REQUEST)",
     ("session", "treadle.entrypoints.interactive"): "blessed only for an interactive session",
     ("session", "treadle.entrypoints.workflows"): "the same as the container: only for "
     "--command, once the session has started",
@@ -44,3 +52,31 @@ LAZY_IMPORTS: dict[tuple[str, str], str] = {
     "for --engine ray",
 }
 """Every function-level import of the entrypoints but ``batch.py``'s (not yet listed)."""
+
+NOT_BEFORE_FIRST_REQUEST: dict[str, str] = {
+    "treadle.adapters.sandbox": (
+        "the sandbox is made in the turn start's thread (its warning), while the first "
+        "request is out, or by the first command (wiring.build_sandbox)"
+    ),
+    "treadle.adapters.checkpoints": (
+        "the first checkpoint is recorded in the turn start's thread, while the first "
+        "request is out (wiring.build_turn_start)"
+    ),
+    "treadle.adapters.process": "the runner is made by the first command (RunnerOnFirstCommand)",
+    "treadle.adapters.mcp": "the MCP client, only when servers are configured",
+    "treadle.adapters.blessed_terminal": "the full-screen display, on a terminal only",
+    "treadle.adapters.batch": "treadle batch only",
+    "treadle.adapters.acp": "treadle acp only",
+    "treadle.domain.rules.resume": "continuing a session (--resume, a transcript to read)",
+    "treadle.domain.rules.resumed_view": "showing a continued session's past",
+    "wcwidth": "word wrap, for --print on a terminal only (plain_terminal)",
+    "platform": "the kernel's version, asked by the sandbox's Landlock probe",
+    "blessed": "the full-screen display, on a terminal only",
+    "pygments": "highlighting, in the full-screen display only",
+    "markdown_it": "markdown, in the full-screen display only",
+    "yaml": "hidden from dependency-injector (entrypoints.injector); skills' front matter",
+    "pydantic": "hidden from dependency-injector (entrypoints.injector); the MCP SDK",
+    "mcp": "the MCP SDK, only when servers are configured",
+    "ray": "treadle batch on Ray only",
+}
+"""Module (or package) name → why the first request goes out without it."""

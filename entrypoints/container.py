@@ -126,12 +126,16 @@ class Container(containers.DeclarativeContainer):
         build_terminal, mode, resume_hint, leave_now, verbose, ctrl_c
     )
     redactor: providers.Provider[Redactor] = providers.Singleton(build_redactor, app)
-    sandbox: providers.Provider[Sandbox] = providers.Singleton(build_sandbox, app, state_dir)
+    # Made by whoever needs it first: the turn start's thread (its warning), or the
+    # first command; never before the first request (entrypoints.NOT_BEFORE_FIRST_REQUEST).
+    sandbox: providers.Provider[Sandbox] = providers.ThreadSafeSingleton(
+        build_sandbox, app, state_dir
+    )
     runner: providers.Provider[ProcessRunner] = providers.Singleton(
-        build_runner, app, redactor, sandbox
+        build_runner, app, redactor, sandbox.provider
     )
     turn_start: providers.Provider[TurnStart | None] = providers.Singleton(
-        build_turn_start, app, state_dir, session_dir, sandbox
+        build_turn_start, app, state_dir, session_dir, sandbox.provider
     )
     screen: providers.Provider[Terminal] = providers.Singleton(
         RedactingTerminal, terminal, redactor

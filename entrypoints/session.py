@@ -23,7 +23,6 @@ from treadle.adapters.sessions import (
     is_locked,
 )
 from treadle.domain.loop.stop import StoppedFirst, StopSignal
-from treadle.domain.rules.resume import RESUME_MESSAGE
 from treadle.domain.values.conversation import Usage
 from treadle.domain.values.events import TurnEnded
 from treadle.domain.values.outcome import NoModel, OutcomeKind, Stopped, end_turn
@@ -174,6 +173,8 @@ def run_session(args: argparse.Namespace) -> int:
         )
         return asyncio.run(run)
     if task is None and resuming and not (tty and keyboard):
+        from treadle.domain.rules.resume import RESUME_MESSAGE
+
         task = RESUME_MESSAGE  # headless: go on; in a terminal, the prompt asks what next
     if task is None:
         if tty and keyboard:

@@ -104,12 +104,16 @@ def build_server(model: Model) -> ModelServer | None:
     return model if isinstance(model, ModelServer) else None
 
 
-def build_runner(app: AppConfig, redactor: Redactor, sandbox: Sandbox) -> ProcessRunner:
+def build_runner(
+    app: AppConfig, redactor: Redactor, sandbox: Callable[[], Sandbox]
+) -> ProcessRunner:
+    """The session's runner; ``sandbox`` makes (or gives) the session's one sandbox."""
+
     def runner() -> ProcessRunner:
         from treadle.adapters.process import SubprocessRunner
 
         return SubprocessRunner(
-            passthrough_env=app.env_passthrough, redactor=redactor, sandbox=sandbox
+            passthrough_env=app.env_passthrough, redactor=redactor, sandbox=sandbox()
         )
 
     return RunnerOnFirstCommand(runner)
@@ -143,10 +147,11 @@ def build_sandbox(app: AppConfig, state_dir: str) -> Sandbox:
 
 
 def build_turn_start(
-    app: AppConfig, state_dir: str, session_dir: str, sandbox: Sandbox
+    app: AppConfig, state_dir: str, session_dir: str, sandbox: Callable[[], Sandbox]
 ) -> TurnStart | None:
     """Before each turn: a checkpoint of the workspace (only for a session, which has a
-    state folder to keep it in) and the sandbox's warning."""
+    state folder to keep it in) and the sandbox's warning. The sandbox is made there,
+    in the turn start's thread, unless a command came first."""
     if not state_dir:
         return None
     from treadle.adapters.turn_start import HostTurnStart

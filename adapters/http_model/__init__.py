@@ -6,6 +6,7 @@ is asked for, so ``treadle --version`` and the demo model stay light.
 """
 
 import importlib
+import importlib.util
 import sys
 from typing import TYPE_CHECKING
 
@@ -24,7 +25,18 @@ def _import_httpx_without_its_command_line() -> None:
         del sys.modules["httpx._main"]
 
 
+def _mark_sniffio_missing() -> None:
+    """httpcore imports sniffio at every connection's lock (``current_async_library``),
+    some seven times a request, and falls back to asyncio when it is not installed
+    (anyio no longer needs it). A module that is not installed is looked for along the
+    whole of ``sys.path`` each time: marked missing once, each of those imports fails
+    at once, as it would have failed anyway."""
+    if "sniffio" not in sys.modules and importlib.util.find_spec("sniffio") is None:
+        sys.modules["sniffio"] = None  # type: ignore[assignment]
+
+
 _import_httpx_without_its_command_line()
+_mark_sniffio_missing()
 
 if TYPE_CHECKING:
     from treadle.adapters.http_model.anthropic import AnthropicModel

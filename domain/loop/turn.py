@@ -35,6 +35,7 @@ from treadle.domain.values.conversation import Message, ToolCall, Usage
 from treadle.domain.values.events import (
     MessageAdded,
     Notice,
+    RequestSent,
     ToolFinished,
     ToolOutput,
     ToolStarted,
@@ -168,10 +169,13 @@ class Agent:
         self.requests_before_turn = 0
         self._turn_started: float | None = None
         self._host_start: asyncio.Future[Sequence[Notice]] | None = None
+        self._host_task: str | None = None  # a turn whose host start waits for its request
 
     # What the terminal and the caller see ------------------------------------
 
     def emit(self, event: TurnEvent) -> None:
+        if type(event) is RequestSent and self._host_task is not None:
+            self._begin_host()
         if type(event) is ToolOutput:  # a glimpse for the screen: the result is what is kept
             self.ports.terminal.show(event)
             return
@@ -263,7 +267,7 @@ class Agent:
             self.emit(TurnStarted(task, self.name))
         close_unanswered(self.history)
         self.history.append(Message.user(task))
-        self._host_start = self._start_host(task)
+        self._host_task = task  # started as the first request goes out (see emit)
         try:
             cause = await self._loop(stop)
             if not stop.is_set:  # a stopped turn does not wait for its checkpoint
@@ -310,17 +314,21 @@ class Agent:
         if started is not None:
             self._end(end_turn(Stopped()), started)
 
-    def _start_host(self, task: str) -> asyncio.Future[Sequence[Notice]] | None:
-        """The host's part of a main turn's start (a checkpoint of the workspace). It
-        runs while the first request is made, and every tool waits for it: nothing can
-        change the workspace before it is recorded."""
-        if self.name or self.ports.turn_start is None:
-            return None
-        return asyncio.ensure_future(self.ports.turn_start.before_turn(task))
+    def _begin_host(self) -> None:
+        """The host's part of a main turn's start (a checkpoint of the workspace, the
+        sandbox's warning), begun as the turn's first request goes out: it runs while
+        the model answers, not ahead of the request (its thread would share the
+        interpreter with the request's making), and every tool waits for it: nothing
+        can change the workspace before it is recorded."""
+        task, self._host_task = self._host_task, None
+        if task is None or self.name or self.ports.turn_start is None:
+            return
+        self._host_start = asyncio.ensure_future(self.ports.turn_start.before_turn(task))
 
     async def _host_started(self, stop: StopSignal) -> bool:
-        """Wait for the turn's start on the host; False when the stop came first (the
-        checkpoint itself is left to finish)."""
+        """Wait for the turn's start on the host (begun now if no request went out);
+        False when the stop came first (the checkpoint itself is left to finish)."""
+        self._begin_host()
         started, self._host_start = self._host_start, None
         if started is None:
             return True

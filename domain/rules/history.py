@@ -44,6 +44,10 @@ class History:
         self._tokens = [0]  # _tokens[i]: the estimate of the first i messages
         self._sealed: list[tuple[int, int, int]] = []  # kept seals: message, item, bytes
         self._sealed_bytes = 0
+        # Each held message's canonical bytes and estimate, by identity: a pruning or a
+        # compaction goes over the messages after its first change again, and most of
+        # them are the same objects (what is no longer held is swept: see _forget_gone).
+        self._weighed: dict[int, tuple[Message, bytes, int, Measure]] = {}
         self.measure: Measure = message_tokens
         """The estimate of one message (:meth:`measured_by` sets another)."""
         self.listener: Callable[[Message], None] | None = None
@@ -68,9 +72,21 @@ class History:
 
     def _account(self, message: Message) -> None:
         self._call_ids.update(call.id for call in message.tool_calls)
-        self._hash.update(_canonical(message))
+        weighed = self._weighed.get(id(message))
+        if weighed is None or weighed[0] is not message or weighed[3] is not self.measure:
+            weighed = (message, _canonical(message), self.measure(message), self.measure)
+            self._weighed[id(message)] = weighed
+        self._hash.update(weighed[1])
         self._states.append(self._hash.copy())
-        self._tokens.append(self._tokens[-1] + self.measure(message))
+        self._tokens.append(self._tokens[-1] + weighed[2])
+
+    def _forget_gone(self) -> None:
+        """Keep the weights of the messages still held only (after a replacement), once
+        those of messages gone outnumber them: the sweep then costs nothing a request."""
+        if len(self._weighed) <= 2 * len(self._messages) + 64:
+            return
+        held = {id(message) for message in self._messages}
+        self._weighed = {key: value for key, value in self._weighed.items() if key in held}
 
     def _seal(self, at: int, message: Message) -> None:
         for item, reasoning in enumerate(message.reasoning):
@@ -118,6 +134,7 @@ class History:
         self._call_ids = {call.id for message in self._messages for call in message.tool_calls}
         for message in new[same:]:
             self._take(message)
+        self._forget_gone()
 
     def put(self, positions: Sequence[int], messages: Sequence[Message]) -> None:
         """Put ``messages`` in place of those at ``positions`` (stubs for pruned results):
@@ -133,6 +150,7 @@ class History:
         self._unseal_from(first)
         for message in tail:
             self._take(message)
+        self._forget_gone()
 
     def measured_by(self, measure: Measure) -> None:
         """Estimate each message with ``measure`` from now on (and those held)."""

@@ -55,3 +55,28 @@ def test_closing_unanswered_calls_always_leaves_a_sendable_history(turns):
         )
         close_unanswered(history)
     assert is_sendable(history.messages)
+
+
+def test_a_pruning_weighs_again_only_the_messages_it_changed():
+    weighed: list[str] = []
+
+    def counting(message: Message) -> int:
+        weighed.append(message.text)
+        return len(message.text)
+
+    messages = [Message.user(f"message {n}") for n in range(10)]
+    history = History(messages)
+    history.measured_by(counting)
+    weighed.clear()
+    stub = Message.user("stub")
+    history.put([2], [stub])
+    assert weighed == ["stub"]  # the seven after it are the same objects
+    again = History([*messages[:2], stub, *messages[3:]])
+    again.measured_by(counting)
+    assert (history.tokens, history.digest) == (again.tokens, again.digest)
+
+
+def test_a_new_measure_weighs_every_message_again():
+    history = History([Message.user("one"), Message.user("two")])
+    history.measured_by(lambda message: 100)
+    assert history.tokens == 200
