@@ -16,7 +16,7 @@ said it is confined, on the status pipe.
 
 Example::
 
-    start = plan_start(launch.ruleset, cgroup_fd)
+    start = plan_start(launch.ruleset, cgroup_fd, network="off")
     process = Popen([*start.prefix, "/bin/bash", "-c", command], pass_fds=start.pass_fds)
     start.started()
     said = await start.said(timeout)   # Status(spawned=4242) / Status(failure="...")
@@ -32,11 +32,12 @@ import sys
 from dataclasses import dataclass
 
 from treadle.adapters.sandbox.landlock import Ruleset
+from treadle.domain.rules.network import NetworkMode
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SPAWNER = os.path.join(HERE, "treadle-spawn")
 SOURCE = os.path.join(HERE, "spawn.c")
-PROTOCOL = "1"
+PROTOCOL = "2"
 """The spawner's first argument; one built from another version of spawn.c refuses it."""
 HELPER = os.path.join(HERE, "confine_exec.py")
 
@@ -144,19 +145,24 @@ def parse_status(said: str) -> Status:
     return Status(failure=line.removeprefix("treadle sandbox: "))
 
 
-def plan_start(ruleset: Ruleset | None, cgroup: int, *, native: bool = True) -> Start:
+def plan_start(
+    ruleset: Ruleset | None, cgroup: int, *, native: bool = True, network: NetworkMode = "on"
+) -> Start:
     """How to start a command confined by ``ruleset`` (None: not) in the cgroup open as
-    ``cgroup`` (-1: none). ``native`` False keeps to the Python helper."""
+    ``cgroup`` (-1: none), under ``network`` (anything but on: the socket filter, which
+    needs a ruleset). ``native`` False keeps to the Python helper."""
     rules = ruleset.fd if ruleset is not None else -1
     spawner = native_spawner() if native else None
     if spawner is not None and (rules >= 0 or cgroup >= 0):
         reading, writing = os.pipe()
-        prefix: tuple[str, ...] = (spawner, PROTOCOL, str(writing), str(rules), str(cgroup), "--")
+        prefix: tuple[str, ...] = (
+            *(spawner, PROTOCOL, str(writing), str(rules), str(cgroup), network, "--"),
+        )
         fds = tuple(fd for fd in (writing, rules, cgroup) if fd >= 0)
         return Start(prefix, fds, (reading, writing))
     if rules >= 0:
         reading, writing = os.pipe()
-        prefix = (sys.executable, "-I", "-S", HELPER, str(rules), str(writing), "--")
+        prefix = (sys.executable, "-I", "-S", HELPER, str(rules), str(writing), network, "--")
         return Start(prefix, (rules, writing), (reading, writing), gated=cgroup >= 0)
     return Start(gated=cgroup >= 0)
 
