@@ -32,6 +32,7 @@ import stat
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from treadle.adapters.sandbox.confine_exec import MACHINES
 from treadle.domain.rules.sandbox import SandboxSupport
 
 # Since Linux 5.1 every architecture shares the numbers of new system calls.
@@ -205,6 +206,24 @@ def probe() -> SandboxSupport:
         errno.EPERM: "a seccomp filter or container policy refuses the Landlock system calls",
     }.get(code, os.strerror(code))
     return SandboxSupport(0, f"Landlock is unavailable: {why} (kernel {platform.release()})")
+
+
+PR_GET_SECCOMP = 21
+
+
+def probe_seccomp() -> str:
+    """Why no socket filter can be installed here, or "" when one can: the kernel must
+    have seccomp filters (``PR_GET_SECCOMP`` answers) and the filter must know the
+    machine's system call numbers (:data:`~.confine_exec.MACHINES`)."""
+    machine = platform.machine()
+    if machine not in MACHINES:
+        return f"no socket filter is known for {machine}"
+    prctl = ctypes.CDLL(None, use_errno=True).prctl
+    unset = ctypes.c_ulong(0)
+    if prctl(PR_GET_SECCOMP, unset, unset, unset, unset) < 0:
+        code = ctypes.get_errno()
+        return f"the kernel refuses seccomp filters: {os.strerror(code)}"
+    return ""
 
 
 @dataclass
