@@ -17,6 +17,7 @@ with :func:`end_session`.
 from __future__ import annotations
 
 import gc
+import sys
 import os
 from typing import TYPE_CHECKING
 
@@ -247,7 +248,10 @@ async def start_session(container: Container) -> Agent:
 
 
 async def end_session(container: Container) -> None:
-    """Stop the session's MCP servers, then close its resources."""
+    """Stop the session's MCP servers and the network proxy, then close its resources."""
+    proxies = sys.modules.get("treadle.adapters.sandbox.proxy")  # loaded by allowlist only
+    if proxies is not None:
+        proxies.close_open_proxies()
     try:
         servers = container.mcp_servers() if container.mcp_servers.initialized else None
         if servers is not None:

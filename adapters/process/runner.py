@@ -277,7 +277,10 @@ class SubprocessRunner:
             why = f"the sandbox could not be set up: {status.failure}"
             return Failure(ProcessError(why, blocked=True))
         result = _result(process, bound, spill, time.monotonic() - started, timed_out)
-        if refused:  # the proxy's refusals, after the output, where the screen shows them
+        if refused:  # the proxy's refusals, after the output: the model's and the screen's
+            apart = "\n" if result.output and not result.output.endswith("\n") else ""
+            if spec.on_output is not None:
+                spec.on_output((apart + "".join(f"{line}\n" for line in refused)).encode())
             output = "\n".join((result.output.rstrip("\n"), *refused)).lstrip("\n")
             result = dataclasses.replace(result, output=output)
         return Success(result)

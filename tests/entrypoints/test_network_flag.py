@@ -1,0 +1,65 @@
+"""``--network`` and the ``sandbox_network`` keys, through the real ``treadle`` command.
+
+No traffic leaves the machine: the allowlist refuses example.com before any address is
+looked up, and the blocked turn starts no command at all."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.processes import run_treadle, treadle_env, write_script
+from treadle.adapters.sandbox import probe
+from treadle.adapters.sandbox.landlock import probe_seccomp
+from treadle.domain.rules.network import LANDLOCK_NET_ABI
+
+SUPPORT = probe()
+NETWORK = SUPPORT.abi >= LANDLOCK_NET_ABI and not probe_seccomp()
+
+
+def bash(command: str) -> dict[str, object]:
+    return {"tool_calls": [{"name": "bash", "arguments": {"command": command}}]}
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not NETWORK, reason="Landlock network rules (ABI 4) and seccomp needed")
+def test_a_host_the_allowlist_refuses_is_one_line_on_the_screen(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    (home / "config").mkdir(parents=True)
+    (home / "config" / "config.toml").write_text('network_allow = ["pypi.org"]\n')
+    work = tmp_path / "work"
+    work.mkdir()
+    script = write_script(
+        tmp_path,
+        bash("curl -sS -f --max-time 5 https://example.com/; echo curl exit $?"),
+        {"text": ["done"]},
+    )
+    result = run_treadle(
+        "--print", "--network", "allowlist", "--model", f"script:{script}", "go",
+        cwd=work, env=treadle_env(home),
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.count("network: example.com not allowed") == 1, result.stdout
+    assert "curl exit 0" not in result.stdout
+
+
+def test_a_network_mode_that_cannot_be_had_blocks_the_turn_with_exit_3(tmp_path: Path) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    script = write_script(tmp_path, bash("touch ran"), {"text": ["done"]})
+    env = treadle_env(tmp_path, TREADLE_NETWORK_LOOPBACK="true")
+    result = run_treadle(
+        "--print", "--network", "off", "--model", f"script:{script}", "go", cwd=work, env=env
+    )
+    assert result.returncode == 3, result.stdout + result.stderr
+    last = result.stdout.strip().splitlines()[-1]
+    assert last.startswith("Turn blocked: sandbox_network = off was asked for, but"), last
+    assert not (work / "ran").exists()
+
+
+def test_a_network_flag_that_is_no_mode_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    result = run_treadle("--network", "sometimes", "hi", cwd=tmp_path, env=treadle_env(tmp_path))
+    assert result.returncode == 2
+    assert "--network: invalid choice: 'sometimes'" in result.stderr
+    assert "Traceback" not in result.stderr
