@@ -17,8 +17,8 @@ with :func:`end_session`.
 from __future__ import annotations
 
 import gc
-import sys
 import os
+import sys
 from typing import TYPE_CHECKING
 
 from treadle.adapters.instructions import ProjectInstructions

@@ -117,9 +117,13 @@ def _filter_sockets(libc: ctypes.CDLL, status: int) -> None:
     machine = os.uname().machine
     if machine not in MACHINES:
         _fail(f"no socket filter is known for {machine}", 126, status)
-    numbers = dict(zip(("arch", "socket"), MACHINES[machine], strict=True))
+    arch, socket = MACHINES[machine]
+    named = {"arch": arch, "socket": socket}
     program = (_SockFilter * len(SOCKET_FILTER))(
-        *(_SockFilter(code, jt, jf, numbers.get(k, k)) for code, jt, jf, k in SOCKET_FILTER)  # type: ignore[call-overload]
+        *(
+            _SockFilter(code, jt, jf, named[k] if isinstance(k, str) else k)
+            for code, jt, jf, k in SOCKET_FILTER
+        )
     )
     fprog = _SockFprog(len(SOCKET_FILTER), program)
     unset = ctypes.c_ulong(0)

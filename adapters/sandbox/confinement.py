@@ -98,6 +98,7 @@ class Launch:
 
 
 UNCONFINED = Launch()
+OPEN_NETWORK = NetworkPolicy()
 
 
 class Sandbox:
@@ -123,7 +124,7 @@ class Sandbox:
         cache: str = "",
         support: Callable[[], SandboxSupport] = probe,
         environ: Mapping[str, str] = os.environ,
-        network: NetworkPolicy = NetworkPolicy(),
+        network: NetworkPolicy = OPEN_NETWORK,
         network_explicit: bool = False,
         seccomp: Callable[[], str] = probe_seccomp,
         hosts: Mapping[str, str] | None = None,

@@ -52,7 +52,7 @@ STARTS = [
 
 
 class _Outside(http.server.BaseHTTPRequestHandler):
-    def do_GET(self) -> None:  # noqa: N802 (the standard library's name)
+    def do_GET(self) -> None:
         body = f"{ANSWER} {self.headers.get('Host')}\n".encode()
         self.send_response(200)
         self.send_header("Content-Length", str(len(body)))
@@ -296,8 +296,8 @@ from treadle.domain.rules.network import NetworkPolicy
 from treadle.domain.values.process import ProcessSpec
 box = Sandbox("workspace-write", sys.argv[1], network=NetworkPolicy("allowlist", ("a.test",)),
               network_explicit=True)
-run = SubprocessRunner(sandbox=box).run(ProcessSpec("echo $HTTPS_PROXY", cwd=sys.argv[1], timeout=30))
-print(asyncio.run(run).unwrap().output, flush=True)
+spec = ProcessSpec("echo $HTTPS_PROXY", cwd=sys.argv[1], timeout=30)
+print(asyncio.run(SubprocessRunner(sandbox=box).run(spec)).unwrap().output, flush=True)
 sys.stdin.read()
 """
 

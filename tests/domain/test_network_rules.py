@@ -72,7 +72,7 @@ def test_the_default_keeps_the_network_and_asks_nothing_of_the_kernel() -> None:
 
 def test_off_and_allowlist_are_confined_where_the_kernel_has_it_all() -> None:
     for mode in ("off", "allowlist"):
-        policy = NetworkPolicy(mode, ("pypi.org",))  # type: ignore[arg-type]
+        policy = NetworkPolicy(mode, ("pypi.org",))
         assert decide_network(policy, True, KERNEL) == NetworkConfine(policy)
 
 
