@@ -284,8 +284,7 @@ KEYS: dict[str, Key] = {
     "network_deny": Key("texts", "host names the allowlist refuses (deny wins)"),
     "network_loopback": Key(
         "switch",
-        "keep the loopback open under off or allowlist (no kernel rule treadle uses can: "
-        "true refuses commands)",
+        "under off, a loopback of each command's own (a network namespace; not with allowlist)",
         trust="always",
     ),
     # Context windows and local servers (issues 10 and 16)

@@ -36,7 +36,7 @@ PR_SET_NO_NEW_PRIVS = 38
 PR_SET_SECCOMP = 22
 SECCOMP_MODE_FILTER = 2
 LANDLOCK_RESTRICT_SELF = 446  # the same number on every architecture since Linux 5.1
-NETWORKS = ("on", "off", "allowlist")
+NETWORKS = ("on", "off", "allowlist", "loopback")
 
 MACHINES = {  # AUDIT_ARCH_*, then socket's number (io_uring_setup is 425 on both)
     "x86_64": (0xC000003E, 41),
@@ -84,6 +84,8 @@ def main(argv: list[str]) -> None:
     ruleset, status, network, command = int(argv[0]), int(argv[1]), argv[2], argv[4:]
     libc = ctypes.CDLL(None, use_errno=True)
     libc.syscall.restype = ctypes.c_long
+    if network == "loopback":
+        _own_loopback(libc, status)
     unset = ctypes.c_ulong(0)
     if libc.prctl(PR_SET_NO_NEW_PRIVS, ctypes.c_ulong(1), unset, unset, unset) != 0:
         _fail(f"prctl(PR_SET_NO_NEW_PRIVS): {os.strerror(ctypes.get_errno())}", 126, status)
@@ -97,6 +99,45 @@ def main(argv: list[str]) -> None:
         os.execvp(command[0], command)
     except OSError as error:
         _fail(f"{command[0]}: {error.strerror}", 127)
+
+
+CLONE_NEWUSER, CLONE_NEWNET = 0x10000000, 0x40000000
+SIOCGIFFLAGS, SIOCSIFFLAGS, IFF_UP = 0x8913, 0x8914, 0x1
+
+
+def _own_loopback(libc: ctypes.CDLL, status: int) -> None:
+    """A user and network namespace of the command's own, whose only interface is its
+    own loopback, brought up here (spawn.c's own_loopback). Before Landlock, which
+    would refuse the writes to /proc/self."""
+    uid, gid = os.getuid(), os.getgid()
+    if libc.unshare(ctypes.c_int(CLONE_NEWUSER | CLONE_NEWNET)) != 0:
+        why = os.strerror(ctypes.get_errno())
+        _fail(f"unshare(CLONE_NEWUSER | CLONE_NEWNET): {why}", 126, status)
+    for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1\n")):
+        _write(f"/proc/self/{name}", text, status)
+    _write("/proc/self/gid_map", f"{gid} {gid} 1\n", status)
+    request = ctypes.create_string_buffer(b"lo", 40)  # struct ifreq: a name, then flags
+    sock = libc.socket(ctypes.c_int(2), ctypes.c_int(2 | 0o2000000), ctypes.c_int(0))
+    if sock < 0 or libc.ioctl(sock, ctypes.c_ulong(SIOCGIFFLAGS), request) != 0:
+        _fail(f"the loopback: {os.strerror(ctypes.get_errno())}", 126, status)
+    flags = int.from_bytes(request.raw[16:18], sys.byteorder) | IFF_UP
+    request = ctypes.create_string_buffer(
+        request.raw[:16] + flags.to_bytes(2, sys.byteorder) + request.raw[18:], 40
+    )
+    if libc.ioctl(sock, ctypes.c_ulong(SIOCSIFFLAGS), request) != 0:
+        _fail(f"bringing the loopback up: {os.strerror(ctypes.get_errno())}", 126, status)
+    os.close(sock)
+
+
+def _write(path: str, text: str, status: int) -> None:
+    try:
+        descriptor = os.open(path, os.O_WRONLY | os.O_CLOEXEC)
+        try:
+            os.write(descriptor, text.encode())
+        finally:
+            os.close(descriptor)
+    except OSError as error:
+        _fail(f"{path}: {error.strerror}", 126, status)
 
 
 class _SockFilter(ctypes.Structure):

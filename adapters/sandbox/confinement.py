@@ -38,10 +38,10 @@ from treadle.domain.rules.network import (
     NetworkBlocked,
     NetworkConfine,
     NetworkDecision,
-    NetworkMode,
     NetworkOpen,
     NetworkPolicy,
     NetworkSupport,
+    StartNetwork,
     decide_network,
     proxy_environment,
     refusal_lines,
@@ -78,7 +78,7 @@ class Launch:
     ruleset: Ruleset | None = None
     scratch: str = ""
     owns: bool = False
-    network: NetworkMode = "on"
+    network: StartNetwork = "on"
     proxy: NetworkProxy | None = None
     token: str = ""
 
@@ -201,7 +201,7 @@ class Sandbox:
         if policy is None:
             return Success(Launch())
         if policy.mode != "allowlist":
-            return Success(Launch(network=policy.mode))
+            return Success(Launch(network=policy.start))
         if self._proxy is None:
             proxy = NetworkProxy(policy.allow, policy.deny, hosts=self._hosts)
             try:
@@ -226,7 +226,7 @@ class Sandbox:
             case Success(net):
                 pass
         ports = (net.proxy.port,) if net.proxy is not None else ()
-        tcp = network is not None
+        tcp = network is not None and network.tcp_rules
         scratch = tempfile.mkdtemp(prefix="treadle-scratch-") if mode == "read-only" else ""
         env: dict[str, str] = dict(net.env)
         if scratch:

@@ -4,10 +4,11 @@
  *
  * "2" is the protocol: a helper built from another version of this file refuses to run.
  * RULESET_FD (or -1: no sandbox) is a ruleset treadle built; CGROUP_FD (or -1) an open
- * cgroup v2 folder; NETWORK the session's sandbox_network (on, off, allowlist): under
- * off and allowlist a seccomp filter refuses every socket but Unix, netlink and TCP
- * ones (TCP is the ruleset's to refuse, by port), and io_uring (confine_exec.py
- * installs the same program). STATUS_FD is the write end of a pipe treadle reads to
+ * cgroup v2 folder; NETWORK the session's sandbox_network (on, off, allowlist, or
+ * loopback: off with a user and network namespace of the command's own, whose loopback
+ * it may use): under all but on a seccomp filter refuses every socket but Unix,
+ * netlink and TCP ones (TCP is the ruleset's to refuse, by port), and io_uring
+ * (confine_exec.py installs the same program). STATUS_FD is the write end of a pipe treadle reads to
  * its end:
  *
  *   - "treadle sandbox: WHY": the ruleset could not be applied; nothing ran (exit 126);
@@ -34,7 +35,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <stddef.h>
+#include <net/if.h>
+#include <sched.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 #include <linux/audit.h>
@@ -127,6 +132,39 @@ static void filter_sockets(int status) {
 #endif
 }
 
+static void write_file(int status, const char *path, const char *text) {
+    int fd = open(path, O_WRONLY | O_CLOEXEC);
+    if (fd < 0) fail(status, path, errno, 126);
+    ssize_t done = write(fd, text, strlen(text));
+    int code = errno;
+    close(fd);
+    if (done != (ssize_t)strlen(text)) fail(status, path, done < 0 ? code : EIO, 126);
+}
+
+/* network_loopback: a user and network namespace of the command's own, where the only
+ * interface is a loopback of its own (brought up here); the user namespace keeps it
+ * from joining treadle's (setns needs a capability it has only in its own). Before
+ * Landlock, which would refuse the writes to /proc/self. */
+static void own_loopback(int status) {
+    char map[64];
+    unsigned uid = (unsigned)getuid(), gid = (unsigned)getgid();
+    if (unshare(CLONE_NEWUSER | CLONE_NEWNET) != 0)
+        fail(status, "unshare(CLONE_NEWUSER | CLONE_NEWNET)", errno, 126);
+    write_file(status, "/proc/self/setgroups", "deny");
+    snprintf(map, sizeof map, "%u %u 1\n", uid, uid);
+    write_file(status, "/proc/self/uid_map", map);
+    snprintf(map, sizeof map, "%u %u 1\n", gid, gid);
+    write_file(status, "/proc/self/gid_map", map);
+    int sock = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    struct ifreq lo;
+    memset(&lo, 0, sizeof lo);
+    strcpy(lo.ifr_name, "lo");
+    if (sock < 0 || ioctl(sock, SIOCGIFFLAGS, &lo) != 0) fail(status, "the loopback", errno, 126);
+    lo.ifr_flags |= IFF_UP;
+    if (ioctl(sock, SIOCSIFFLAGS, &lo) != 0) fail(status, "bringing the loopback up", errno, 126);
+    close(sock);
+}
+
 static int number(const char *text, int *out) {
     char *end;
     errno = 0;
@@ -150,7 +188,7 @@ int main(int argc, char **argv) {
     if (argc < 8 || strcmp(argv[1], "2") != 0 || strcmp(argv[6], "--") != 0 ||
         !number(argv[2], &status) || !number(argv[3], &ruleset) || !number(argv[4], &cgroup) ||
         !(strcmp(argv[5], "on") == 0 || strcmp(argv[5], "off") == 0 ||
-          strcmp(argv[5], "allowlist") == 0)) {
+          strcmp(argv[5], "allowlist") == 0 || strcmp(argv[5], "loopback") == 0)) {
         say(2, "usage: treadle-spawn 2 STATUS_FD RULESET_FD CGROUP_FD NETWORK -- "
                "PROGRAM [ARGUMENT ...]\n");
         return 2;
@@ -160,6 +198,7 @@ int main(int argc, char **argv) {
     if (filtered && ruleset < 0) {
         fail(status, "a network mode without a ruleset", EINVAL, 126);
     }
+    if (strcmp(argv[5], "loopback") == 0) own_loopback(status);
     if (ruleset >= 0) {
         if (prctl(PR_SET_NO_NEW_PRIVS, 1L, 0L, 0L, 0L) != 0)
             fail(status, "prctl(PR_SET_NO_NEW_PRIVS)", errno, 126);

@@ -32,7 +32,7 @@ import sys
 from dataclasses import dataclass
 
 from treadle.adapters.sandbox.landlock import Ruleset
-from treadle.domain.rules.network import NetworkMode
+from treadle.domain.rules.network import StartNetwork
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SPAWNER = os.path.join(HERE, "treadle-spawn")
@@ -146,7 +146,7 @@ def parse_status(said: str) -> Status:
 
 
 def plan_start(
-    ruleset: Ruleset | None, cgroup: int, *, native: bool = True, network: NetworkMode = "on"
+    ruleset: Ruleset | None, cgroup: int, *, native: bool = True, network: StartNetwork = "on"
 ) -> Start:
     """How to start a command confined by ``ruleset`` (None: not) in the cgroup open as
     ``cgroup`` (-1: none), under ``network`` (anything but on: the socket filter, which

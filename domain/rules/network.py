@@ -20,6 +20,9 @@ from typing import Literal
 
 NetworkMode = Literal["on", "off", "allowlist"]
 NETWORK_MODES: tuple[NetworkMode, ...] = ("on", "off", "allowlist")
+StartNetwork = Literal["on", "off", "allowlist", "loopback"]
+"""What the start of a command enforces (the spawner's NETWORK): a mode, or
+``loopback``: ``off`` with a network namespace of the command's own."""
 DEFAULT_NETWORK: NetworkMode = "on"
 """Today's behaviour: a session that does not ask keeps the network it always had
 (``pip install``, ``git fetch`` and a test suite's own servers go on working)."""
@@ -43,8 +46,8 @@ class NetworkSupport:
 @dataclass(frozen=True, slots=True)
 class NetworkPolicy:
     """How commands are confined on the network: ``mode``, the lists the proxy checks
-    under ``allowlist``, and ``loopback`` (the loopback to stay open; no kernel
-    mechanism treadle uses can give it alone, so asking for it fails closed)."""
+    under ``allowlist``, and ``loopback`` (under ``off``: a loopback of the
+    command's own stays open, in a network namespace where it is the only interface)."""
 
     mode: NetworkMode = DEFAULT_NETWORK
     allow: tuple[str, ...] = ()
@@ -54,6 +57,21 @@ class NetworkPolicy:
     @property
     def confined(self) -> bool:
         return self.mode != "on"
+
+    @property
+    def start(self) -> StartNetwork:
+        """What each command's start enforces.
+
+        >>> NetworkPolicy("off", loopback=True).start, NetworkPolicy("allowlist").start
+        ('loopback', 'allowlist')
+        """
+        return "loopback" if self.mode == "off" and self.loopback else self.mode
+
+    @property
+    def tcp_rules(self) -> bool:
+        """Whether Landlock refuses TCP (all but the proxy's port): not in a namespace
+        of the command's own, whose loopback it may use and which reaches nothing else."""
+        return self.confined and self.start != "loopback"
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,10 +117,10 @@ def missing_for(policy: NetworkPolicy, support: NetworkSupport) -> str:
         )
     if not support.seccomp:
         return support.seccomp_reason or "no seccomp filter can be installed"
-    if policy.loopback:
+    if policy.loopback and policy.mode == "allowlist":
         return (
-            "network_loopback = true cannot be had: Landlock's TCP rules name ports, "
-            "not addresses, so the loopback cannot be opened alone"
+            "network_loopback = true cannot be had with allowlist: Landlock's TCP rules "
+            "name ports, not addresses, so the loopback cannot be opened alone"
         )
     return ""
 

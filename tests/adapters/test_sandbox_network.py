@@ -221,6 +221,29 @@ async def test_on_keeps_the_network(workspace: Path, outside: int) -> None:
     assert "tcp connected" in result.output, result.output
 
 
+OWN_SERVER = python("""
+    import http.server, socket, threading
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), http.server.BaseHTTPRequestHandler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    socket.create_connection(("127.0.0.1", server.server_address[1]), timeout=5)
+    print("own server reached")
+    """)
+
+
+@pytest.mark.parametrize("spawner", STARTS)
+async def test_the_loopback_under_off_is_the_commands_own_and_reaches_nothing_else(
+    workspace: Path, outside: int, spawner: bool
+) -> None:
+    escape = "nsenter -t 1 -n true && echo escaped || echo stayed"
+    command = f"{OWN_SERVER}; {tcp_connect(outside)}; {escape}; echo work > f && cat f"
+    box = sandbox(workspace, "off", loopback=True)
+    result = await run(command, box, workspace, spawner)
+    assert "own server reached" in result.output, result.output
+    assert "tcp refused: [Errno 111] Connection refused" in result.output  # not treadle's
+    assert "escaped" not in result.output and "stayed" in result.output
+    assert result.output.rstrip().endswith("work")
+
+
 # allowlist ----------------------------------------------------------------------------
 
 

@@ -96,8 +96,16 @@ def test_a_mode_that_was_only_a_default_warns_and_keeps_the_network() -> None:
     assert decision.warning.startswith("commands keep the network: Landlock ABI 3")
 
 
-def test_the_loopback_alone_cannot_be_opened_so_asking_for_it_fails_closed() -> None:
+def test_the_loopback_under_off_is_a_namespace_of_the_commands_own_without_tcp_rules() -> None:
     policy = NetworkPolicy("off", loopback=True)
+    assert decide_network(policy, True, KERNEL) == NetworkConfine(policy)
+    assert (policy.start, policy.tcp_rules) == ("loopback", False)
+    assert (NetworkPolicy("off").start, NetworkPolicy("off").tcp_rules) == ("off", True)
+    assert not NetworkPolicy("on", loopback=True).tcp_rules
+
+
+def test_the_loopback_cannot_be_opened_alone_beside_the_proxy_so_it_fails_closed() -> None:
+    policy = NetworkPolicy("allowlist", ("pypi.org",), loopback=True)
     assert "Landlock's TCP rules name ports" in missing_for(policy, KERNEL)
     assert isinstance(decide_network(policy, True, KERNEL), NetworkBlocked)
     assert missing_for(NetworkPolicy("on", loopback=True), KERNEL) == ""

@@ -50,11 +50,12 @@ def test_a_network_mode_that_cannot_be_had_blocks_the_turn_with_exit_3(tmp_path:
     script = write_script(tmp_path, bash("touch ran"), {"text": ["done"]})
     env = treadle_env(tmp_path, TREADLE_NETWORK_LOOPBACK="true")
     result = run_treadle(
-        "--print", "--network", "off", "--model", f"script:{script}", "go", cwd=work, env=env
+        "--print", "--network", "allowlist", "--model", f"script:{script}", "go", cwd=work, env=env
     )
     assert result.returncode == 3, result.stdout + result.stderr
     last = result.stdout.strip().splitlines()[-1]
-    assert last.startswith("Turn blocked: sandbox_network = off was asked for, but"), last
+    assert last.startswith("Turn blocked: sandbox_network = allowlist was asked for, but"), last
+    assert "network_loopback = true cannot be had with allowlist" in last
     assert not (work / "ran").exists()
 
 
