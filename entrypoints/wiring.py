@@ -135,9 +135,20 @@ class RunnerOnFirstCommand:
         return await self._runner.run(spec)
 
 
-def build_sandbox(app: AppConfig, state_dir: str) -> Sandbox:
+def open_sandboxes() -> Iterator[list[Sandbox]]:
+    """The sandboxes the session made (one), closed at its end: their proxies stop."""
+    made: list[Sandbox] = []
+    try:
+        yield made
+    finally:
+        for sandbox in made:
+            sandbox.close()
+
+
+def build_sandbox(app: AppConfig, state_dir: str, made: list[Sandbox] | None = None) -> Sandbox:
     """The session's sandbox: ``app.sandbox`` over the workspace. A mode the person set
-    (a file, a variable, a flag) is explicit: without Landlock it refuses commands."""
+    (a file, a variable, a flag) is explicit: without Landlock it refuses commands.
+    ``made`` (:func:`open_sandboxes`) keeps it for the session's end."""
     from treadle.adapters.checkpoints import workspace_key
     from treadle.adapters.sandbox import Sandbox
 
@@ -154,7 +165,7 @@ def build_sandbox(app: AppConfig, state_dir: str) -> Sandbox:
     network_explicit = any(
         app.origin(key) != DEFAULT for key in ("sandbox_network", "network_loopback")
     )
-    return Sandbox(
+    sandbox = Sandbox(
         mode,
         workspace,
         explicit=explicit,
@@ -163,6 +174,9 @@ def build_sandbox(app: AppConfig, state_dir: str) -> Sandbox:
         network=network,
         network_explicit=network_explicit,
     )
+    if made is not None:
+        made.append(sandbox)
+    return sandbox
 
 
 def build_turn_start(

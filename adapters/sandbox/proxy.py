@@ -41,14 +41,6 @@ CHUNK = 64 * 1024
 ANONYMOUS = ""
 """The token of a request that named none (a client that drops the proxy's userinfo)."""
 
-open_proxies: set[NetworkProxy] = set()
-"""The proxies running in this process: the session's end closes them all."""
-
-
-def close_open_proxies() -> None:
-    for proxy in list(open_proxies):
-        proxy.close()
-
 
 class NetworkProxy:
     """A proxy letting through hosts named by ``allow`` and not by ``deny``.
@@ -114,7 +106,6 @@ class NetworkProxy:
         if failure:
             self._thread = None
             raise failure[0]
-        open_proxies.add(self)
         return self.port
 
     def url(self, token: str) -> str:
@@ -131,7 +122,6 @@ class NetworkProxy:
 
     def close(self) -> None:
         """Stop listening and drop every connection; the port is free once this returns."""
-        open_proxies.discard(self)
         loop, thread = self._loop, self._thread
         if loop is None or thread is None:
             return

@@ -248,10 +248,11 @@ async def test_the_loopback_under_off_is_the_commands_own_and_reaches_nothing_el
 
 
 @pytest.mark.parametrize("spawner", STARTS)
+@pytest.mark.parametrize("mode", ["workspace-write", "read-only"])
 async def test_an_allowed_host_answers_through_the_proxy_over_http_and_connect(
-    workspace: Path, outside: int, spawner: bool
+    workspace: Path, outside: int, spawner: bool, mode: SandboxMode
 ) -> None:
-    box = sandbox(workspace, "allowlist", allow=("allowed.test", "*.allowed.test"))
+    box = sandbox(workspace, "allowlist", mode, allow=("allowed.test", "*.allowed.test"))
     command = (
         f"curl -sS --max-time 5 http://allowed.test:{outside}/plain; "
         f"curl -sS --max-time 5 --proxytunnel http://pkg.allowed.test:{outside}/tunnel"

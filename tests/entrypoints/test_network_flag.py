@@ -8,11 +8,15 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from dependency_injector import providers
 
 from tests.processes import run_treadle, treadle_env, write_script
 from treadle.adapters.sandbox import probe
 from treadle.adapters.sandbox.landlock import probe_seccomp
 from treadle.domain.rules.network import LANDLOCK_NET_ABI
+from treadle.entrypoints.acp import build_parser as acp_parser
+from treadle.entrypoints.config import FLAGS, AppConfig
+from treadle.entrypoints.container import Container, end_session
 
 SUPPORT = probe()
 NETWORK = SUPPORT.abi >= LANDLOCK_NET_ABI and not probe_seccomp()
@@ -64,3 +68,28 @@ def test_a_network_flag_that_is_no_mode_is_one_line_and_exit_2(tmp_path: Path) -
     assert result.returncode == 2
     assert "--network: invalid choice: 'sometimes'" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_treadle_acp_passes_network_through_as_the_configuration_key() -> None:
+    args = acp_parser().parse_args(["--network", "allowlist", "--sandbox", "read-only"])
+    assert (args.sandbox_network, args.sandbox) == ("allowlist", "read-only")
+    assert "sandbox_network" in FLAGS
+
+
+@pytest.mark.skipif(not NETWORK, reason="Landlock network rules (ABI 4) and seccomp needed")
+async def test_the_session_end_stops_its_own_proxy_and_no_other(tmp_path: Path) -> None:
+    app = AppConfig(workspace=str(tmp_path)).with_values(
+        {"sandbox_network": "allowlist", "network_allow": ("pypi.org",)}, "test"
+    )
+    ended, going_on = Container(), Container()
+    for container in (ended, going_on):
+        container.app.override(providers.Object(app))
+        container.state_dir.override(providers.Object(str(tmp_path / "state")))
+    launches = [container.sandbox().launch().unwrap() for container in (ended, going_on)]
+    proxies = [launch.proxy for launch in launches]
+    assert all(proxy is not None and proxy.running for proxy in proxies)
+    await end_session(ended)
+    assert proxies[0] is not None and not proxies[0].running
+    assert proxies[1] is not None and proxies[1].running
+    await end_session(going_on)
+    assert not proxies[1].running
