@@ -319,7 +319,14 @@ class SubprocessRunner:
         # Ours is the parent's folder; programs that trust $PWD would be misled.
         environment.setdefault("PWD", os.path.abspath(spec.cwd))
         folder = cgroup.open() if cgroup is not None else -1
-        start = plan_start(launch.ruleset, folder, native=self._spawner, network=launch.network)
+        start = plan_start(
+            launch.ruleset,
+            folder,
+            native=self._spawner,
+            network=launch.network,
+            channel=launch.channel[1],
+            port=launch.proxy.port if launch.proxy is not None else 0,
+        )
         read_end, write_end = os.pipe()
         gate_read, gate_write = os.pipe() if start.gated else (None, None)
         command = [self._shell, "-c", spec.command]

@@ -3,7 +3,7 @@
 The fallback of the native spawner (:mod:`.spawner`), used where ``make`` could not
 build it: it costs a second interpreter per command (7-20 ms).
 
-    python -I -S confine_exec.py RULESET_FD STATUS_FD NETWORK -- /bin/bash -c COMMAND
+    python -I -S confine_exec.py RULESET_FD STATUS_FD NETWORK CHANNEL_FD PORT -- bash -c COMMAND
 
 treadle builds the ruleset (:mod:`treadle.adapters.sandbox.landlock`) and hands its
 descriptor over; this program sets no_new_privs, restricts itself, closes the
@@ -13,7 +13,9 @@ setsid and double forks included, and cannot be lifted.
 NETWORK is the session's ``sandbox_network``: under ``off`` and ``allowlist`` a seccomp
 filter (:data:`SOCKET_FILTER`, the one spawn.c installs) refuses every socket but Unix,
 netlink and TCP ones (TCP is Landlock's to refuse, by port), and io_uring, which makes
-sockets without the socket system call.
+sockets without the socket system call. ``loopback`` and ``allowlist`` also give the
+command a network namespace of its own (spawn.c's own_network and proxy_inside: under
+``allowlist`` the proxy's PORT on its own loopback, handed to treadle over CHANNEL_FD).
 
 STATUS_FD is the write end of a pipe treadle reads: when the process cannot confine
 itself it writes why there and exits, and otherwise the exec closes it, unwritten. So
@@ -74,18 +76,26 @@ SOCKET_FILTER = (  # (code, jump if true, jump if false, k); a jump skips that m
 
 
 def main(argv: list[str]) -> None:
+    numbers = (argv[0], argv[1], argv[3].removeprefix("-"), argv[4]) if len(argv) > 5 else ()
     if (
-        len(argv) < 5
-        or argv[3] != "--"
-        or not (argv[0].isdigit() and argv[1].isdigit())
+        len(argv) < 7
+        or argv[5] != "--"
         or argv[2] not in NETWORKS
+        or not all(text.isdigit() for text in numbers)
     ):
-        _fail("usage: confine_exec.py RULESET_FD STATUS_FD NETWORK -- PROGRAM [ARGUMENT ...]", 2)
-    ruleset, status, network, command = int(argv[0]), int(argv[1]), argv[2], argv[4:]
+        _fail(
+            "usage: confine_exec.py RULESET_FD STATUS_FD NETWORK CHANNEL_FD PORT -- "
+            "PROGRAM [ARGUMENT ...]",
+            2,
+        )
+    ruleset, status, network = int(argv[0]), int(argv[1]), argv[2]
+    channel, port, command = int(argv[3]), int(argv[4]), argv[6:]
     libc = ctypes.CDLL(None, use_errno=True)
     libc.syscall.restype = ctypes.c_long
     if network == "loopback":
-        _own_loopback(libc, status)
+        _own_network(libc, status, required=True)
+    if network == "allowlist" and channel >= 0:
+        _proxy_inside(libc, status, channel, port)
     unset = ctypes.c_ulong(0)
     if libc.prctl(PR_SET_NO_NEW_PRIVS, ctypes.c_ulong(1), unset, unset, unset) != 0:
         _fail(f"prctl(PR_SET_NO_NEW_PRIVS): {os.strerror(ctypes.get_errno())}", 126, status)
@@ -105,12 +115,15 @@ CLONE_NEWUSER, CLONE_NEWNET = 0x10000000, 0x40000000
 SIOCGIFFLAGS, SIOCSIFFLAGS, IFF_UP = 0x8913, 0x8914, 0x1
 
 
-def _own_loopback(libc: ctypes.CDLL, status: int) -> None:
+def _own_network(libc: ctypes.CDLL, status: int, *, required: bool) -> bool:
     """A user and network namespace of the command's own, whose only interface is its
-    own loopback, brought up here (spawn.c's own_loopback). Before Landlock, which
-    would refuse the writes to /proc/self."""
+    own loopback, brought up here (spawn.c's own_network). Before Landlock, which
+    would refuse the writes to /proc/self. False when the kernel refuses the
+    namespaces and they are not ``required``."""
     uid, gid = os.getuid(), os.getgid()
     if libc.unshare(ctypes.c_int(CLONE_NEWUSER | CLONE_NEWNET)) != 0:
+        if not required:
+            return False
         why = os.strerror(ctypes.get_errno())
         _fail(f"unshare(CLONE_NEWUSER | CLONE_NEWNET): {why}", 126, status)
     for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1\n")):
@@ -127,6 +140,26 @@ def _own_loopback(libc: ctypes.CDLL, status: int) -> None:
     if libc.ioctl(sock, ctypes.c_ulong(SIOCSIFFLAGS), request) != 0:
         _fail(f"bringing the loopback up: {os.strerror(ctypes.get_errno())}", 126, status)
     os.close(sock)
+    return True
+
+
+def _proxy_inside(libc: ctypes.CDLL, status: int, channel: int, port: int) -> None:
+    """The proxy's port on the command's own loopback, handed to treadle (spawn.c's
+    proxy_inside); without the namespaces, Landlock's port rule alone."""
+    import socket  # here only: every other command starts without it
+
+    if _own_network(libc, status, required=False):
+        try:
+            listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            listener.bind(("127.0.0.1", port))
+            listener.listen(128)
+            with socket.socket(fileno=channel) as treadle:
+                socket.send_fds(treadle, [b"L"], [listener.fileno()])
+            listener.close()
+        except OSError as error:
+            _fail(f"the proxy's port in the command's network: {error.strerror}", 126, status)
+    else:
+        os.close(channel)
 
 
 def _write(path: str, text: str, status: int) -> None:

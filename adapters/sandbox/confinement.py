@@ -16,6 +16,7 @@ import contextlib
 import functools
 import os
 import shutil
+import socket
 import sys
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
@@ -81,6 +82,10 @@ class Launch:
     network: StartNetwork = "on"
     proxy: NetworkProxy | None = None
     token: str = ""
+    channel: tuple[int, int] = (-1, -1)
+    """Under allowlist: (treadle's end, the start's end) of the Unix socket on which the
+    start hands over the proxy's port in the command's own network namespace."""
+    inside: Callable[[], None] | None = None
 
     def network_lines(self) -> tuple[str, ...]:
         """One line per host the proxy refused to this command (``network: … not allowed``)."""
@@ -89,12 +94,41 @@ class Launch:
     def started(self) -> None:
         if self.owns and self.ruleset is not None:
             self.ruleset.close()
+        ours, theirs = self.channel
+        if theirs >= 0:
+            os.close(theirs)
+        if ours >= 0:
+            self.channel = (-1, -1)
+            listener = _received_listener(ours)
+            if listener is not None and self.proxy is not None:
+                self.inside = self.proxy.serve(listener)
 
     def finished(self) -> None:
         self.started()
+        if self.inside is not None:
+            self.inside()
+            self.inside = None
         if self.scratch:
             shutil.rmtree(self.scratch, ignore_errors=True)
             self.scratch = ""
+
+
+HANDOVER_TIMEOUT = 10.0
+"""How long the start may take to hand over the proxy's port (it does so before it
+confines itself, within a millisecond; it closes the socket if it cannot)."""
+
+
+def _received_listener(channel: int) -> socket.socket | None:
+    """The listening socket the start sent on ``channel`` (closed here), or None: the
+    kernel gave the command no network of its own (Landlock's port rule alone), or
+    the start failed before (its status says why)."""
+    with socket.socket(fileno=channel) as link:
+        link.settimeout(HANDOVER_TIMEOUT)
+        try:
+            _, fds, _, _ = socket.recv_fds(link, 1, 1)
+        except OSError:
+            return None
+    return socket.socket(fileno=fds[0]) if fds else None
 
 
 UNCONFINED = Launch()
@@ -211,7 +245,11 @@ class Sandbox:
             self._proxy = proxy
         token = os.urandom(8).hex()
         env = proxy_environment(self._proxy.url(token))
-        return Success(Launch(env, network="allowlist", proxy=self._proxy, token=token))
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        channel = (ours.detach(), theirs.detach())
+        return Success(
+            Launch(env, network="allowlist", proxy=self._proxy, token=token, channel=channel)
+        )
 
     def _confined(
         self, mode: SandboxMode | None, network: NetworkPolicy | None

@@ -27,8 +27,9 @@ import base64
 import binascii
 import contextlib
 import logging
+import socket
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from treadle.domain.rules.network import host_allowed, normal_host
 
@@ -107,6 +108,25 @@ class NetworkProxy:
             self._thread = None
             raise failure[0]
         return self.port
+
+    def serve(self, listener: socket.socket) -> Callable[[], None]:
+        """Accept connections on ``listener`` too (the proxy's port in a command's own
+        network namespace); the function returned stops that."""
+        loop = self._loop
+        if loop is None or not self.running:
+            listener.close()
+            return lambda: None
+
+        async def start() -> asyncio.Server:
+            return await asyncio.start_server(self._client, sock=listener, limit=HEAD_LIMIT)
+
+        server = asyncio.run_coroutine_threadsafe(start(), loop).result(timeout=5)
+
+        def stop() -> None:
+            with contextlib.suppress(RuntimeError):  # the proxy has stopped already
+                loop.call_soon_threadsafe(server.close)
+
+        return stop
 
     def url(self, token: str) -> str:
         """The proxy's URL for the command ``token`` names."""

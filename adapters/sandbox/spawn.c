@@ -1,6 +1,6 @@
 /* treadle-spawn: start one command confined by a Landlock ruleset, born in its cgroup.
  *
- *     treadle-spawn 2 STATUS_FD RULESET_FD CGROUP_FD NETWORK -- PROGRAM [ARGUMENT ...]
+ *     treadle-spawn 2 STATUS_FD RULESET_FD CGROUP_FD NETWORK CHANNEL_FD PORT -- PROGRAM ...
  *
  * "2" is the protocol: a helper built from another version of this file refuses to run.
  * RULESET_FD (or -1: no sandbox) is a ruleset treadle built; CGROUP_FD (or -1) an open
@@ -8,7 +8,8 @@
  * loopback: off with a user and network namespace of the command's own, whose loopback
  * it may use): under all but on a seccomp filter refuses every socket but Unix,
  * netlink and TCP ones (TCP is the ruleset's to refuse, by port), and io_uring
- * (confine_exec.py installs the same program). STATUS_FD is the write end of a pipe treadle reads to
+ * (confine_exec.py installs the same program). Under allowlist, CHANNEL_FD (or -1) is a
+ * Unix socket to treadle and PORT its proxy's: see proxy_inside. STATUS_FD is the write end of a pipe treadle reads to
  * its end:
  *
  *   - "treadle sandbox: WHY": the ruleset could not be applied; nothing ran (exit 126);
@@ -35,7 +36,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <stddef.h>
+#include <arpa/inet.h>
 #include <net/if.h>
+#include <netinet/in.h>
 #include <sched.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
@@ -141,15 +144,18 @@ static void write_file(int status, const char *path, const char *text) {
     if (done != (ssize_t)strlen(text)) fail(status, path, done < 0 ? code : EIO, 126);
 }
 
-/* network_loopback: a user and network namespace of the command's own, where the only
- * interface is a loopback of its own (brought up here); the user namespace keeps it
- * from joining treadle's (setns needs a capability it has only in its own). Before
- * Landlock, which would refuse the writes to /proc/self. */
-static void own_loopback(int status) {
+/* A user and network namespace of the command's own, where the only interface is a
+ * loopback of its own (brought up here); the user namespace keeps it from joining
+ * treadle's (setns needs a capability it has only in its own). Before Landlock, which
+ * would refuse the writes to /proc/self. 0 when the kernel refuses the namespaces and
+ * they are not `required` (the allowlist then keeps to Landlock's port rule). */
+static int own_network(int status, int required) {
     char map[64];
     unsigned uid = (unsigned)getuid(), gid = (unsigned)getgid();
-    if (unshare(CLONE_NEWUSER | CLONE_NEWNET) != 0)
+    if (unshare(CLONE_NEWUSER | CLONE_NEWNET) != 0) {
+        if (!required) return 0;
         fail(status, "unshare(CLONE_NEWUSER | CLONE_NEWNET)", errno, 126);
+    }
     write_file(status, "/proc/self/setgroups", "deny");
     snprintf(map, sizeof map, "%u %u 1\n", uid, uid);
     write_file(status, "/proc/self/uid_map", map);
@@ -163,6 +169,44 @@ static void own_loopback(int status) {
     lo.ifr_flags |= IFF_UP;
     if (ioctl(sock, SIOCSIFFLAGS, &lo) != 0) fail(status, "bringing the loopback up", errno, 126);
     close(sock);
+    return 1;
+}
+
+/* allowlist, in a network of its own: the proxy's port on the command's own loopback,
+ * listened on here and handed to treadle over CHANNEL (SCM_RIGHTS), whose proxy then
+ * accepts its connections. Nothing else is reachable: not even another host on the
+ * proxy's port, which Landlock's port rule alone would let through. */
+static void proxy_inside(int status, int channel, int port) {
+    if (channel < 0) return;
+    if (own_network(status, 0)) {
+        int listener = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        struct sockaddr_in at;
+        memset(&at, 0, sizeof at);
+        at.sin_family = AF_INET;
+        at.sin_port = htons((uint16_t)port);
+        at.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        if (listener < 0 || bind(listener, (struct sockaddr *)&at, sizeof at) != 0 ||
+            listen(listener, 128) != 0)
+            fail(status, "the proxy's port in the command's network", errno, 126);
+        char byte = 'L', room[CMSG_SPACE(sizeof(int))];
+        struct iovec part = {.iov_base = &byte, .iov_len = 1};
+        struct msghdr message;
+        memset(&message, 0, sizeof message);
+        memset(room, 0, sizeof room);
+        message.msg_iov = &part;
+        message.msg_iovlen = 1;
+        message.msg_control = room;
+        message.msg_controllen = sizeof room;
+        struct cmsghdr *header = CMSG_FIRSTHDR(&message);
+        header->cmsg_level = SOL_SOCKET;
+        header->cmsg_type = SCM_RIGHTS;
+        header->cmsg_len = CMSG_LEN(sizeof(int));
+        memcpy(CMSG_DATA(header), &listener, sizeof(int));
+        if (sendmsg(channel, &message, 0) != 1)
+            fail(status, "handing the proxy's port to treadle", errno, 126);
+        close(listener);
+    }
+    close(channel);
 }
 
 static int number(const char *text, int *out) {
@@ -184,21 +228,21 @@ static void become(char **command) {
 }
 
 int main(int argc, char **argv) {
-    int status, ruleset, cgroup, filtered;
-    if (argc < 8 || strcmp(argv[1], "2") != 0 || strcmp(argv[6], "--") != 0 ||
+    int status, ruleset, cgroup, filtered, channel, port;
+    if (argc < 10 || strcmp(argv[1], "2") != 0 || strcmp(argv[8], "--") != 0 ||
         !number(argv[2], &status) || !number(argv[3], &ruleset) || !number(argv[4], &cgroup) ||
         !(strcmp(argv[5], "on") == 0 || strcmp(argv[5], "off") == 0 ||
-          strcmp(argv[5], "allowlist") == 0 || strcmp(argv[5], "loopback") == 0)) {
-        say(2, "usage: treadle-spawn 2 STATUS_FD RULESET_FD CGROUP_FD NETWORK -- "
-               "PROGRAM [ARGUMENT ...]\n");
+          strcmp(argv[5], "allowlist") == 0 || strcmp(argv[5], "loopback") == 0) ||
+        !number(argv[6], &channel) || !number(argv[7], &port) || port < 0 || port > 65535) {
+        say(2, "usage: treadle-spawn 2 STATUS_FD RULESET_FD CGROUP_FD NETWORK CHANNEL_FD PORT "
+               "-- PROGRAM [ARGUMENT ...]\n");
         return 2;
     }
     filtered = strcmp(argv[5], "on") != 0;
-    char **command = argv + 7;
-    if (filtered && ruleset < 0) {
-        fail(status, "a network mode without a ruleset", EINVAL, 126);
-    }
-    if (strcmp(argv[5], "loopback") == 0) own_loopback(status);
+    char **command = argv + 9;
+    if (filtered && ruleset < 0) fail(status, "a network mode without a ruleset", EINVAL, 126);
+    if (strcmp(argv[5], "loopback") == 0) own_network(status, 1);
+    if (strcmp(argv[5], "allowlist") == 0) proxy_inside(status, channel, port);
     if (ruleset >= 0) {
         if (prctl(PR_SET_NO_NEW_PRIVS, 1L, 0L, 0L, 0L) != 0)
             fail(status, "prctl(PR_SET_NO_NEW_PRIVS)", errno, 126);

@@ -146,24 +146,36 @@ def parse_status(said: str) -> Status:
 
 
 def plan_start(
-    ruleset: Ruleset | None, cgroup: int, *, native: bool = True, network: StartNetwork = "on"
+    ruleset: Ruleset | None,
+    cgroup: int,
+    *,
+    native: bool = True,
+    network: StartNetwork = "on",
+    channel: int = -1,
+    port: int = 0,
 ) -> Start:
     """How to start a command confined by ``ruleset`` (None: not) in the cgroup open as
     ``cgroup`` (-1: none), under ``network`` (anything but on: the socket filter, which
-    needs a ruleset). ``native`` False keeps to the Python helper."""
+    needs a ruleset). Under allowlist, ``channel`` (or -1) is the Unix socket on which
+    the start hands treadle the proxy's ``port`` in the command's own network.
+    ``native`` False keeps to the Python helper."""
     rules = ruleset.fd if ruleset is not None else -1
     spawner = native_spawner() if native else None
+    proxy = (str(channel), str(port))
+    extra = (channel,) if channel >= 0 else ()
     if spawner is not None and (rules >= 0 or cgroup >= 0):
         reading, writing = os.pipe()
         prefix: tuple[str, ...] = (
-            *(spawner, PROTOCOL, str(writing), str(rules), str(cgroup), network, "--"),
+            *(spawner, PROTOCOL, str(writing), str(rules), str(cgroup), network, *proxy, "--"),
         )
-        fds = tuple(fd for fd in (writing, rules, cgroup) if fd >= 0)
+        fds = tuple(fd for fd in (writing, rules, cgroup, *extra) if fd >= 0)
         return Start(prefix, fds, (reading, writing))
     if rules >= 0:
         reading, writing = os.pipe()
-        prefix = (sys.executable, "-I", "-S", HELPER, str(rules), str(writing), network, "--")
-        return Start(prefix, (rules, writing), (reading, writing), gated=cgroup >= 0)
+        prefix = (sys.executable, "-I", "-S", HELPER, str(rules), str(writing), network, *proxy)
+        return Start(
+            (*prefix, "--"), (rules, writing, *extra), (reading, writing), gated=cgroup >= 0
+        )
     return Start(gated=cgroup >= 0)
 
 

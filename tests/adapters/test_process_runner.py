@@ -514,7 +514,7 @@ async def test_a_command_whose_sandbox_helper_cannot_confine_itself_never_runs_a
     assert open_descriptors() == before  # the status pipe, the gate, the ruleset: all closed
 
 
-def stuck_start(ruleset: object, cgroup: int, *, native: bool = True, network: str = "on") -> Start:
+def stuck_start(ruleset: object, cgroup: int, *, native: bool = True, **_: object) -> Start:
     """A start that never gets as far as confining itself (it sleeps, holding the
     status pipe open)."""
     reading, writing = os.pipe()

@@ -302,6 +302,34 @@ async def test_a_connection_that_bypasses_the_proxy_is_refused_by_the_kernel(
     assert "udp refused: [Errno 13] Permission denied" in result.output
 
 
+@pytest.mark.parametrize("spawner", STARTS)
+async def test_another_host_on_the_proxys_port_is_out_of_reach(
+    workspace: Path, spawner: bool
+) -> None:
+    box = sandbox(workspace, "allowlist", allow=("allowed.test",))
+    try:
+        first = await run("echo $HTTPS_PROXY", box, workspace, spawner)
+        port = int(first.output.strip().rsplit(":", 1)[1])
+        # "Another host" listening on the proxy's port number: 127.0.0.2, as Landlock's
+        # port rule alone would let a command reach it.
+        with socket.create_server(("127.0.0.2", port)) as other:
+            other.settimeout(0.3)
+            command = python(f"""
+                import socket
+                try:
+                    socket.create_connection(("127.0.0.2", {port}), timeout=5)
+                    print("other host reached")
+                except OSError as error:
+                    print("other host refused:", error)
+                """)
+            result = await run(command, box, workspace, spawner)
+            with pytest.raises(TimeoutError):
+                other.accept()
+    finally:
+        box.close()
+    assert "other host refused" in result.output, result.output
+
+
 async def test_the_proxy_is_gone_when_the_session_ends(workspace: Path, outside: int) -> None:
     box = sandbox(workspace, "allowlist", allow=("allowed.test",))
     result = await run("echo $HTTPS_PROXY", box, workspace)
