@@ -284,7 +284,7 @@ KEYS: dict[str, Key] = {
     "network_deny": Key("texts", "host names the allowlist refuses (deny wins)"),
     "network_loopback": Key(
         "switch",
-        "under off, a loopback of each command's own (a network namespace; not with allowlist)",
+        "under off or allowlist, a loopback of each command's own (a network namespace)",
         trust="always",
     ),
     # Context windows and local servers (issues 10 and 16)

@@ -38,7 +38,7 @@ PR_SET_NO_NEW_PRIVS = 38
 PR_SET_SECCOMP = 22
 SECCOMP_MODE_FILTER = 2
 LANDLOCK_RESTRICT_SELF = 446  # the same number on every architecture since Linux 5.1
-NETWORKS = ("on", "off", "allowlist", "loopback")
+NETWORKS = ("on", "off", "allowlist", "loopback", "allowlist+loopback")
 
 MACHINES = {  # AUDIT_ARCH_*, then socket's number (io_uring_setup is 425 on both)
     "x86_64": (0xC000003E, 41),
@@ -94,8 +94,8 @@ def main(argv: list[str]) -> None:
     libc.syscall.restype = ctypes.c_long
     if network == "loopback":
         _own_network(libc, status, required=True)
-    if network == "allowlist" and channel >= 0:
-        _proxy_inside(libc, status, channel, port)
+    if network.startswith("allowlist") and channel >= 0:
+        _proxy_inside(libc, status, channel, port, required=network != "allowlist")
     unset = ctypes.c_ulong(0)
     if libc.prctl(PR_SET_NO_NEW_PRIVS, ctypes.c_ulong(1), unset, unset, unset) != 0:
         _fail(f"prctl(PR_SET_NO_NEW_PRIVS): {os.strerror(ctypes.get_errno())}", 126, status)
@@ -143,12 +143,15 @@ def _own_network(libc: ctypes.CDLL, status: int, *, required: bool) -> bool:
     return True
 
 
-def _proxy_inside(libc: ctypes.CDLL, status: int, channel: int, port: int) -> None:
+def _proxy_inside(
+    libc: ctypes.CDLL, status: int, channel: int, port: int, *, required: bool
+) -> None:
     """The proxy's port on the command's own loopback, handed to treadle (spawn.c's
-    proxy_inside); without the namespaces, Landlock's port rule alone."""
+    proxy_inside); without the namespaces (unless ``required``), Landlock's port rule
+    alone."""
     import socket  # here only: every other command starts without it
 
-    if _own_network(libc, status, required=False):
+    if _own_network(libc, status, required=required):
         try:
             listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
             listener.bind(("127.0.0.1", port))

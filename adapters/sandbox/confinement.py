@@ -244,11 +244,11 @@ class Sandbox:
                 return Failure(f"the network proxy could not start: {error.strerror or error}")
             self._proxy = proxy
         token = os.urandom(8).hex()
-        env = proxy_environment(self._proxy.url(token))
+        env = proxy_environment(self._proxy.url(token), loopback=policy.loopback)
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         channel = (ours.detach(), theirs.detach())
         return Success(
-            Launch(env, network="allowlist", proxy=self._proxy, token=token, channel=channel)
+            Launch(env, network=policy.start, proxy=self._proxy, token=token, channel=channel)
         )
 
     def _confined(

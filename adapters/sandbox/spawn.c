@@ -5,8 +5,8 @@
  * "2" is the protocol: a helper built from another version of this file refuses to run.
  * RULESET_FD (or -1: no sandbox) is a ruleset treadle built; CGROUP_FD (or -1) an open
  * cgroup v2 folder; NETWORK the session's sandbox_network (on, off, allowlist, or
- * loopback: off with a user and network namespace of the command's own, whose loopback
- * it may use): under all but on a seccomp filter refuses every socket but Unix,
+ * loopback and allowlist+loopback: with a user and network namespace of the command's
+ * own, whose loopback it may use): under all but on a seccomp filter refuses every socket but Unix,
  * netlink and TCP ones (TCP is the ruleset's to refuse, by port), and io_uring
  * (confine_exec.py installs the same program). Under allowlist, CHANNEL_FD (or -1) is a
  * Unix socket to treadle and PORT its proxy's: see proxy_inside. STATUS_FD is the write end of a pipe treadle reads to
@@ -176,9 +176,12 @@ static int own_network(int status, int required) {
  * listened on here and handed to treadle over CHANNEL (SCM_RIGHTS), whose proxy then
  * accepts its connections. Nothing else is reachable: not even another host on the
  * proxy's port, which Landlock's port rule alone would let through. */
-static void proxy_inside(int status, int channel, int port) {
-    if (channel < 0) return;
-    if (own_network(status, 0)) {
+static void proxy_inside(int status, int channel, int port, int required) {
+    if (channel < 0) {
+        if (required) fail(status, "allowlist+loopback without a channel", EINVAL, 126);
+        return;
+    }
+    if (own_network(status, required)) {
         int listener = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
         struct sockaddr_in at;
         memset(&at, 0, sizeof at);
@@ -232,7 +235,8 @@ int main(int argc, char **argv) {
     if (argc < 10 || strcmp(argv[1], "2") != 0 || strcmp(argv[8], "--") != 0 ||
         !number(argv[2], &status) || !number(argv[3], &ruleset) || !number(argv[4], &cgroup) ||
         !(strcmp(argv[5], "on") == 0 || strcmp(argv[5], "off") == 0 ||
-          strcmp(argv[5], "allowlist") == 0 || strcmp(argv[5], "loopback") == 0) ||
+          strcmp(argv[5], "allowlist") == 0 || strcmp(argv[5], "loopback") == 0 ||
+          strcmp(argv[5], "allowlist+loopback") == 0) ||
         !number(argv[6], &channel) || !number(argv[7], &port) || port < 0 || port > 65535) {
         say(2, "usage: treadle-spawn 2 STATUS_FD RULESET_FD CGROUP_FD NETWORK CHANNEL_FD PORT "
                "-- PROGRAM [ARGUMENT ...]\n");
@@ -242,7 +246,8 @@ int main(int argc, char **argv) {
     char **command = argv + 9;
     if (filtered && ruleset < 0) fail(status, "a network mode without a ruleset", EINVAL, 126);
     if (strcmp(argv[5], "loopback") == 0) own_network(status, 1);
-    if (strcmp(argv[5], "allowlist") == 0) proxy_inside(status, channel, port);
+    if (strcmp(argv[5], "allowlist") == 0) proxy_inside(status, channel, port, 0);
+    if (strcmp(argv[5], "allowlist+loopback") == 0) proxy_inside(status, channel, port, 1);
     if (ruleset >= 0) {
         if (prctl(PR_SET_NO_NEW_PRIVS, 1L, 0L, 0L, 0L) != 0)
             fail(status, "prctl(PR_SET_NO_NEW_PRIVS)", errno, 126);

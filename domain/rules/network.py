@@ -20,9 +20,9 @@ from typing import Literal
 
 NetworkMode = Literal["on", "off", "allowlist"]
 NETWORK_MODES: tuple[NetworkMode, ...] = ("on", "off", "allowlist")
-StartNetwork = Literal["on", "off", "allowlist", "loopback"]
-"""What the start of a command enforces (the spawner's NETWORK): a mode, or
-``loopback``: ``off`` with a network namespace of the command's own."""
+StartNetwork = Literal["on", "off", "allowlist", "loopback", "allowlist+loopback"]
+"""What the start of a command enforces (the spawner's NETWORK): a mode, or one with
+``network_loopback``, which needs a network namespace of the command's own."""
 DEFAULT_NETWORK: NetworkMode = "on"
 """Today's behaviour: a session that does not ask keeps the network it always had
 (``pip install``, ``git fetch`` and a test suite's own servers go on working)."""
@@ -46,8 +46,9 @@ class NetworkSupport:
 @dataclass(frozen=True, slots=True)
 class NetworkPolicy:
     """How commands are confined on the network: ``mode``, the lists the proxy checks
-    under ``allowlist``, and ``loopback`` (under ``off``: a loopback of the
-    command's own stays open, in a network namespace where it is the only interface)."""
+    under ``allowlist``, and ``loopback``: a loopback of the command's own stays open,
+    in a network namespace where it is the only interface (Landlock's TCP rules name
+    ports, not addresses: they cannot open a loopback alone)."""
 
     mode: NetworkMode = DEFAULT_NETWORK
     allow: tuple[str, ...] = ()
@@ -65,13 +66,17 @@ class NetworkPolicy:
         >>> NetworkPolicy("off", loopback=True).start, NetworkPolicy("allowlist").start
         ('loopback', 'allowlist')
         """
-        return "loopback" if self.mode == "off" and self.loopback else self.mode
+        if self.loopback and self.mode == "off":
+            return "loopback"
+        if self.loopback and self.mode == "allowlist":
+            return "allowlist+loopback"
+        return self.mode
 
     @property
     def tcp_rules(self) -> bool:
         """Whether Landlock refuses TCP (all but the proxy's port): not in a namespace
         of the command's own, whose loopback it may use and which reaches nothing else."""
-        return self.confined and self.start != "loopback"
+        return self.confined and not self.loopback
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,11 +122,6 @@ def missing_for(policy: NetworkPolicy, support: NetworkSupport) -> str:
         )
     if not support.seccomp:
         return support.seccomp_reason or "no seccomp filter can be installed"
-    if policy.loopback and policy.mode == "allowlist":
-        return (
-            "network_loopback = true cannot be had with allowlist: Landlock's TCP rules "
-            "name ports, not addresses, so the loopback cannot be opened alone"
-        )
     return ""
 
 
@@ -214,14 +214,21 @@ Python's urllib and requests, Go, Node's undici with its env support)."""
 NO_PROXY_VARIABLES = ("NO_PROXY", "no_proxy", "npm_config_noproxy")
 
 
-def proxy_environment(url: str) -> dict[str, str]:
+LOCAL_NAMES = "localhost,127.0.0.1,::1"
+
+
+def proxy_environment(url: str, *, loopback: bool = False) -> dict[str, str]:
     """The variables that send a command's HTTP and HTTPS through the proxy at ``url``.
     Nothing bypasses it (``NO_PROXY`` empty): the kernel refuses every other TCP
-    destination, so a bypass would only fail.
+    destination, so a bypass would only fail; with ``loopback`` the command's own
+    loopback is reached directly.
 
     >>> proxy_environment("http://127.0.0.1:3128")["https_proxy"]
     'http://127.0.0.1:3128'
     >>> proxy_environment("http://127.0.0.1:3128")["NO_PROXY"]
     ''
+    >>> proxy_environment("http://127.0.0.1:3128", loopback=True)["no_proxy"]
+    'localhost,127.0.0.1,::1'
     """
-    return {name: url for name in PROXY_VARIABLES} | dict.fromkeys(NO_PROXY_VARIABLES, "")
+    bypass = LOCAL_NAMES if loopback else ""
+    return {name: url for name in PROXY_VARIABLES} | dict.fromkeys(NO_PROXY_VARIABLES, bypass)

@@ -303,6 +303,27 @@ async def test_a_connection_that_bypasses_the_proxy_is_refused_by_the_kernel(
 
 
 @pytest.mark.parametrize("spawner", STARTS)
+async def test_the_loopback_beside_the_allowlist_is_the_commands_own(
+    workspace: Path, outside: int, spawner: bool
+) -> None:
+    box = sandbox(workspace, "allowlist", allow=("allowed.test",), loopback=True)
+    command = "; ".join((
+        OWN_SERVER,
+        tcp_connect(outside),
+        f"curl -sS --max-time 5 http://allowed.test:{outside}/",
+        f"curl -sS -f --max-time 5 http://denied.test:{outside}/",
+    ))  # fmt: skip
+    try:
+        result = await run(command, box, workspace, spawner)
+    finally:
+        box.close()
+    assert "own server reached" in result.output, result.output
+    assert "tcp refused: [Errno 111] Connection refused" in result.output  # not treadle's
+    assert f"{ANSWER} allowed.test:{outside}" in result.output
+    assert result.output.splitlines()[-1] == "network: denied.test not allowed"
+
+
+@pytest.mark.parametrize("spawner", STARTS)
 async def test_another_host_on_the_proxys_port_is_out_of_reach(
     workspace: Path, spawner: bool
 ) -> None:

@@ -68,6 +68,8 @@ def test_the_default_keeps_the_network_and_asks_nothing_of_the_kernel() -> None:
     assert DEFAULT_NETWORK == "on"
     assert decide_network(NetworkPolicy(), False, NO_LANDLOCK) == NetworkOpen()
     assert decide_network(NetworkPolicy("on"), True, NO_LANDLOCK) == NetworkOpen()
+    assert missing_for(NetworkPolicy("on", loopback=True), NO_LANDLOCK) == ""
+    assert missing_for(NetworkPolicy("off"), KERNEL) == ""
 
 
 def test_off_and_allowlist_are_confined_where_the_kernel_has_it_all() -> None:
@@ -104,11 +106,13 @@ def test_the_loopback_under_off_is_a_namespace_of_the_commands_own_without_tcp_r
     assert not NetworkPolicy("on", loopback=True).tcp_rules
 
 
-def test_the_loopback_cannot_be_opened_alone_beside_the_proxy_so_it_fails_closed() -> None:
+def test_the_loopback_beside_the_allowlist_is_a_namespace_too_and_reached_directly() -> None:
     policy = NetworkPolicy("allowlist", ("pypi.org",), loopback=True)
-    assert "Landlock's TCP rules name ports" in missing_for(policy, KERNEL)
-    assert isinstance(decide_network(policy, True, KERNEL), NetworkBlocked)
-    assert missing_for(NetworkPolicy("on", loopback=True), KERNEL) == ""
+    assert decide_network(policy, True, KERNEL) == NetworkConfine(policy)
+    assert (policy.start, policy.tcp_rules) == ("allowlist+loopback", False)
+    assert NetworkPolicy("allowlist").tcp_rules
+    env = proxy_environment("http://t:-@127.0.0.1:4000", loopback=True)
+    assert env["NO_PROXY"] == "localhost,127.0.0.1,::1"
 
 
 def test_the_proxy_variables_send_every_client_through_it_and_none_around() -> None:
