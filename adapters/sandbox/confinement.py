@@ -92,13 +92,17 @@ class Launch:
         return refusal_lines(self.proxy.refused(self.token)) if self.proxy is not None else ()
 
     def started(self) -> None:
+        """Once the process exists: the owned ruleset goes; under allowlist the start's
+        end of the channel too, and the proxy takes the port it handed over (it does
+        so at once, before it confines itself: this waits a millisecond, or for the
+        Python helper's start)."""
         if self.owns and self.ruleset is not None:
             self.ruleset.close()
         ours, theirs = self.channel
+        self.channel = (-1, -1)
         if theirs >= 0:
             os.close(theirs)
         if ours >= 0:
-            self.channel = (-1, -1)
             listener = _received_listener(ours)
             if listener is not None and self.proxy is not None:
                 self.inside = self.proxy.serve(listener)
@@ -290,6 +294,9 @@ class Sandbox:
         except LandlockError as error:
             if scratch:
                 shutil.rmtree(scratch, ignore_errors=True)
+            for end in net.channel:  # no start will use them
+                if end >= 0:
+                    os.close(end)
             return Failure(f"the sandbox could not be set up: {error.strerror or error}")
 
     def _session_ruleset(

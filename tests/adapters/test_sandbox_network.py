@@ -391,3 +391,20 @@ def test_the_proxy_dies_with_treadle_killed_by_sigkill(workspace: Path) -> None:
         treadle.wait()
     with pytest.raises(ConnectionRefusedError):
         socket.create_connection(("127.0.0.1", port), timeout=5)
+
+
+@pytest.mark.parametrize("spawner", STARTS)
+async def test_commands_under_the_allowlist_leave_no_descriptor_open(
+    workspace: Path, outside: int, spawner: bool
+) -> None:
+    box = sandbox(workspace, "allowlist", allow=("allowed.test",))
+    fetch = f"curl -sS --max-time 5 http://allowed.test:{outside}/"
+    try:
+        await run(fetch, box, workspace, spawner)  # the proxy, the session's ruleset
+        before = sorted(os.listdir("/proc/self/fd"))
+        for _ in range(3):
+            assert ANSWER in (await run(fetch, box, workspace, spawner)).output
+        after = sorted(os.listdir("/proc/self/fd"))
+    finally:
+        box.close()
+    assert after == before
