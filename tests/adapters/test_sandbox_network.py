@@ -42,6 +42,14 @@ pytestmark = [
     pytest.mark.skipif(bool(SECCOMP), reason=SECCOMP or "seccomp"),
 ]
 ANSWER = "hello from outside"
+OWN_NETWORK = subprocess.run(
+    [sys.executable, "-c", "import ctypes, os; "
+     "os._exit(ctypes.CDLL(None).unshare(0x10000000 | 0x40000000) != 0)"],
+    check=False,
+).returncode == 0  # fmt: skip
+needs_namespaces = pytest.mark.skipif(
+    not OWN_NETWORK, reason="user and network namespaces are refused here"
+)
 
 STARTS = [
     pytest.param(True, id="native spawner", marks=pytest.mark.skipif(
@@ -230,6 +238,7 @@ OWN_SERVER = python("""
     """)
 
 
+@needs_namespaces
 @pytest.mark.parametrize("spawner", STARTS)
 async def test_the_loopback_under_off_is_the_commands_own_and_reaches_nothing_else(
     workspace: Path, outside: int, spawner: bool
@@ -302,6 +311,7 @@ async def test_a_connection_that_bypasses_the_proxy_is_refused_by_the_kernel(
     assert "udp refused: [Errno 13] Permission denied" in result.output
 
 
+@needs_namespaces
 @pytest.mark.parametrize("spawner", STARTS)
 async def test_the_loopback_beside_the_allowlist_is_the_commands_own(
     workspace: Path, outside: int, spawner: bool
@@ -323,6 +333,7 @@ async def test_the_loopback_beside_the_allowlist_is_the_commands_own(
     assert result.output.splitlines()[-1] == "network: denied.test not allowed"
 
 
+@needs_namespaces
 @pytest.mark.parametrize("spawner", STARTS)
 async def test_another_host_on_the_proxys_port_is_out_of_reach(
     workspace: Path, spawner: bool
