@@ -122,9 +122,12 @@ class NetworkProxy:
 
         server = asyncio.run_coroutine_threadsafe(start(), loop).result(timeout=5)
 
+        async def close() -> None:
+            server.close()  # its listening socket is closed from here
+
         def stop() -> None:
-            with contextlib.suppress(RuntimeError):  # the proxy has stopped already
-                loop.call_soon_threadsafe(server.close)
+            with contextlib.suppress(RuntimeError, TimeoutError):  # the proxy has stopped
+                asyncio.run_coroutine_threadsafe(close(), loop).result(timeout=5)
 
         return stop
 
