@@ -55,6 +55,12 @@ def build_parser() -> argparse.ArgumentParser:
         choices=["workspace-write", "read-only", "off"],
         help="what commands may write (default: workspace-write, with Landlock)",
     )
+    parser.add_argument(
+        "--network",
+        dest="sandbox_network",
+        choices=["on", "off", "allowlist"],
+        help="what network commands reach (default: on; allowlist: network_allow's hosts)",
+    )
     output = parser.add_mutually_exclusive_group()
     output.add_argument("--print", action="store_true", help="headless: plain lines")
     output.add_argument("--json", action="store_true", help="headless: one JSON event per line")

@@ -86,6 +86,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     trust.add_argument("folder", nargs="?", default=".", help="the folder (default: here)")
     config.add_argument("--sandbox")
+    config.add_argument("--network", dest="sandbox_network")
     from treadle.entrypoints.changes import add_parsers
 
     add_parsers(commands)

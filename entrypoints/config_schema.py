@@ -77,6 +77,11 @@ class AppConfig:
     # Issue 14: commands the kernel confines.
     sandbox: str = "workspace-write"
     sandbox_writable: tuple[str, ...] = ()
+    # Issue 28: the network of commands.
+    sandbox_network: str = "on"
+    network_allow: tuple[str, ...] = ()
+    network_deny: tuple[str, ...] = ()
+    network_loopback: bool = False
     # Context windows and local servers (issues 10 and 16)
     context_window: int | None = None  # None: the server's, a known model's, or learned
     compact_at: float = 0.8
@@ -262,6 +267,25 @@ KEYS: dict[str, Key] = {
     ),
     "sandbox_writable": Key(
         "texts", "more folders commands may write under workspace-write", trust="always"
+    ),
+    # The network of commands (issue 28): a repository may only narrow it.
+    "sandbox_network": Key(
+        "choice",
+        "what network commands reach: on, off, or allowlist (through treadle's proxy)",
+        choices=("on", "off", "allowlist"),
+        trust="unless",
+        safe=("off", "allowlist"),
+    ),
+    "network_allow": Key(
+        "texts",
+        'host names the allowlist lets through: "pypi.org", "*.github.com"',
+        trust="always",
+    ),
+    "network_deny": Key("texts", "host names the allowlist refuses (deny wins)"),
+    "network_loopback": Key(
+        "switch",
+        "under off or allowlist, a loopback of each command's own (a network namespace)",
+        trust="always",
     ),
     # Context windows and local servers (issues 10 and 16)
     "context_window": Key(

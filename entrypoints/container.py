@@ -60,6 +60,7 @@ from treadle.entrypoints.wiring import (
     conversation_so_far,
     observed,
     open_mcp_servers,
+    open_sandboxes,
     open_session_log,
     open_telemetry,
     open_transcript,
@@ -128,8 +129,10 @@ class Container(containers.DeclarativeContainer):
     redactor: providers.Provider[Redactor] = providers.Singleton(build_redactor, app)
     # Made by whoever needs it first: the turn start's thread (its warning), or the
     # first command; never before the first request (entrypoints.NOT_BEFORE_FIRST_REQUEST).
+    # What the session's end closes of the sandbox: the allowlist's proxy (issue 28).
+    sandboxes: providers.Resource[list[Sandbox]] = providers.Resource(open_sandboxes)
     sandbox: providers.Provider[Sandbox] = providers.ThreadSafeSingleton(
-        build_sandbox, app, state_dir
+        build_sandbox, app, state_dir, sandboxes
     )
     runner: providers.Provider[ProcessRunner] = providers.Singleton(
         build_runner, app, redactor, sandbox.provider
@@ -247,7 +250,7 @@ async def start_session(container: Container) -> Agent:
 
 
 async def end_session(container: Container) -> None:
-    """Stop the session's MCP servers, then close its resources."""
+    """Stop the session's MCP servers, then close its resources (the sandbox's proxy)."""
     try:
         servers = container.mcp_servers() if container.mcp_servers.initialized else None
         if servers is not None:

@@ -34,6 +34,7 @@ from treadle.domain.rules.context_window import ContextSettings, ContextState
 from treadle.domain.rules.history import History
 from treadle.domain.rules.interrupts import CtrlC
 from treadle.domain.rules.limits import SpendingLimits
+from treadle.domain.rules.network import NetworkPolicy
 from treadle.domain.rules.tokens import as_is
 from treadle.domain.rules.truncation import TokenBudget
 from treadle.domain.values.events import Notice
@@ -68,6 +69,7 @@ if TYPE_CHECKING:
     from treadle.adapters.mcp.servers import McpServers
     from treadle.adapters.sandbox import Sandbox
     from treadle.adapters.telemetry import Telemetry
+    from treadle.domain.rules.network import NetworkMode
     from treadle.domain.rules.sandbox import SandboxMode
     from treadle.domain.values.process import ProcessError, ProcessResult, ProcessSpec
 
@@ -133,9 +135,20 @@ class RunnerOnFirstCommand:
         return await self._runner.run(spec)
 
 
-def build_sandbox(app: AppConfig, state_dir: str) -> Sandbox:
+def open_sandboxes() -> Iterator[list[Sandbox]]:
+    """The sandboxes the session made (one), closed at its end: their proxies stop."""
+    made: list[Sandbox] = []
+    try:
+        yield made
+    finally:
+        for sandbox in made:
+            sandbox.close()
+
+
+def build_sandbox(app: AppConfig, state_dir: str, made: list[Sandbox] | None = None) -> Sandbox:
     """The session's sandbox: ``app.sandbox`` over the workspace. A mode the person set
-    (a file, a variable, a flag) is explicit: without Landlock it refuses commands."""
+    (a file, a variable, a flag) is explicit: without Landlock it refuses commands.
+    ``made`` (:func:`open_sandboxes`) keeps it for the session's end."""
     from treadle.adapters.checkpoints import workspace_key
     from treadle.adapters.sandbox import Sandbox
 
@@ -143,7 +156,27 @@ def build_sandbox(app: AppConfig, state_dir: str) -> Sandbox:
     cache = cache_dir(state_dir, workspace_key(workspace))
     mode = cast("SandboxMode", app.sandbox)
     explicit = app.origin("sandbox") != DEFAULT
-    return Sandbox(mode, workspace, explicit=explicit, writable=app.sandbox_writable, cache=cache)
+    network = NetworkPolicy(
+        cast("NetworkMode", app.sandbox_network),
+        allow=app.network_allow,
+        deny=app.network_deny,
+        loopback=app.network_loopback,
+    )
+    network_explicit = any(
+        app.origin(key) != DEFAULT for key in ("sandbox_network", "network_loopback")
+    )
+    sandbox = Sandbox(
+        mode,
+        workspace,
+        explicit=explicit,
+        writable=app.sandbox_writable,
+        cache=cache,
+        network=network,
+        network_explicit=network_explicit,
+    )
+    if made is not None:
+        made.append(sandbox)
+    return sandbox
 
 
 def build_turn_start(
