@@ -24,7 +24,14 @@ from pathlib import Path
 import pytest
 
 from tests.processes import ROOT
-from treadle.adapters.fakes import FakeClock, FakeRunner, ScriptedModel, SilentTerminal
+from treadle.adapters.fakes import (
+    FakeClock,
+    FakeProcess,
+    FakeRunner,
+    FakeWindow,
+    ScriptedModel,
+    SilentTerminal,
+)
 from treadle.adapters.fakes import ScriptedResponse as R
 from treadle.adapters.http_model.body import BodyTooLarge, BoundedBody
 from treadle.adapters.http_model.openai_responses import responses_input
@@ -37,6 +44,7 @@ from treadle.domain.loop.settings import TurnSettings
 from treadle.domain.loop.turn import Agent, TurnPorts, core_tools
 from treadle.domain.rules.diffs import bounded_diff
 from treadle.domain.rules.history import History
+from treadle.domain.rules.limits import SpendingLimits
 from treadle.domain.values.conversation import Message, Reasoning, ToolCall
 from treadle.domain.values.events import AnswerDelta
 from treadle.domain.values.model import ModelRequest
@@ -229,6 +237,36 @@ def diff_line_kept(tmp_path: Path) -> float:
     return max(map(len, bounded_diff(diff).splitlines()))
 
 
+WINDOW = 16_384
+
+
+def result_on_a_small_window(tmp_path: Path) -> float:
+    """A command printing 140 kB on a 16,384-token window: the bytes of its result."""
+    clock = FakeClock()
+    log = "2025-01-01 12:00:00 service=api status=ok latency=12ms path=/v1/things\n" * 2000
+    script = [R.calling("bash", command="cat app.log"), R.saying("done")]
+    model = ScriptedModel(script, clock, window=FakeWindow(WINDOW))
+    runner = FakeRunner(clock, lambda command: FakeProcess(log))
+    ports = TurnPorts(model, clock, runner, SilentTerminal(), server=model)
+    outcome = asyncio.run(
+        Agent(ports, TurnSettings(), core_tools(), subagents=False).run_turn("go")
+    )
+    assert outcome.exit_code == 0, outcome.screen_line
+    return len(_last_tool_result(model).encode())
+
+
+def requests_of_a_limited_turn(tmp_path: Path) -> float:
+    """A model that calls a tool in every answer, under ``--max-requests 3``: the
+    requests sent."""
+    clock = FakeClock()
+    model = ScriptedModel([R.calling("bash", command="true")] * 10 + [R.saying("done")], clock)
+    ports = TurnPorts(model, clock, FakeRunner(clock), SilentTerminal())
+    settings = TurnSettings(spending=SpendingLimits(requests=3))
+    outcome = asyncio.run(Agent(ports, settings, core_tools(), subagents=False).run_turn("go"))
+    assert outcome.screen_line.startswith("Turn blocked: spending limit reached")
+    return len(model.requests)
+
+
 BOUNDS = {
     "output_limit": Bound(
         "output_limit = 30000              # bytes of a command's output the model sees",
@@ -302,6 +340,20 @@ BOUNDS = {
         CHUNK,
         "one read from the socket: an event is measured as it grows",
         one_event,
+    ),
+    "a result's share of the window": Bound(
+        "most 15 % of the window, counted at 4 bytes of output a token",
+        0.15 * WINDOW * 4,
+        400,
+        "the lines that say how the command ended and how much was left out",
+        result_on_a_small_window,
+    ),
+    "--max-requests": Bound(
+        "`--max-requests N` (`max_requests`) | requests to the model",
+        3,
+        0,
+        "none: the answer whose request reaches the limit ends the turn",
+        requests_of_a_limited_turn,
     ),
     "diff lines": Bound(
         "2,000 lines\nat most and 2,000 characters of a line, with a line saying what is left out",
