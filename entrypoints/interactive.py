@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Protocol
 from treadle import __version__
 from treadle.domain.loop.stop import StopSignal
 from treadle.domain.loop.turn import Agent
+from treadle.domain.rules.background import listing_lines
 from treadle.domain.rules.interrupts import CtrlC
 from treadle.domain.rules.resumed_view import resumed_view
 from treadle.domain.rules.slash_commands import (
@@ -235,6 +236,7 @@ async def _session(
         commands = {
             **change_commands(app, terminal),
             **workflow_commands(container, agent, terminal),
+            **process_commands(container, terminal),
         }
         found, models = container.workflows(), container.models()
         return await run_interactive(agent, terminal, interrupts, commands, found, models)
@@ -268,3 +270,15 @@ def workflow_commands(
         terminal.report(skill_lines(found, window.tokens if window else None))
 
     return {"/skills": skills}
+
+
+def process_commands(
+    container: Container, terminal: TaskPrompt
+) -> dict[str, Callable[[], Awaitable[None]]]:
+    """``/processes``: the session's background processes, running and ended (issue 27)."""
+    background, clock = container.background(), container.clock()
+
+    async def processes() -> None:
+        terminal.report(listing_lines(background.views(), clock.now()))
+
+    return {"/processes": processes}

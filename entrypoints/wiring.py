@@ -26,6 +26,7 @@ from treadle.adapters.sessions import (
     SessionStore,
     SessionUnusable,
 )
+from treadle.domain.loop.background import BackgroundProcesses
 from treadle.domain.loop.context import SharedWindow
 from treadle.domain.loop.settings import SubAgentClocks, TurnSettings
 from treadle.domain.loop.turn import Agent, TurnPorts, core_tools
@@ -164,11 +165,15 @@ def build_turn_start(
     return HostTurnStart(shadow, session=os.path.basename(session_dir), sandbox=sandbox)
 
 
-def build_tools(servers: McpServers | None = None) -> list[Tool]:
-    """The built-in tools, then those of the MCP servers that started."""
+def build_tools(
+    servers: McpServers | None = None, background: BackgroundProcesses | None = None
+) -> list[Tool]:
+    """The built-in tools (bash's background processes in ``background``), then those
+    of the MCP servers that started."""
     from treadle.adapters.tools import file_tools
 
-    return core_tools() + file_tools() + (servers.tools() if servers is not None else [])
+    mcp = servers.tools() if servers is not None else []
+    return core_tools(background) + file_tools() + mcp
 
 
 def open_mcp_servers(
@@ -406,6 +411,7 @@ def build_settings(
             max_timeout=app.tool_timeout_max,
             output_limit=app.output_limit,
             passthrough_env=app.env_passthrough,
+            background_limit=app.background_limit,
         ),
         subagents=SubAgentClocks(app.subagent_check_interval, app.subagent_deadline),
         subagent_depth=app.subagent_depth,

@@ -15,6 +15,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from functools import partial
 
+from treadle.domain.loop.background import BackgroundProcesses
+from treadle.domain.loop.background_tools import ProcessOutputTool, ProcessStopTool
 from treadle.domain.loop.builtin_tools import AskTool, BashTool, UpdatePlanTool
 from treadle.domain.loop.context import SharedWindow
 from treadle.domain.loop.named_agents import ModelsByName, named_setup
@@ -33,6 +35,7 @@ from treadle.domain.rules.output_bound import OutputBound
 from treadle.domain.rules.tokens import measured_as
 from treadle.domain.values.conversation import Message, ToolCall, Usage
 from treadle.domain.values.events import (
+    BackgroundCount,
     MessageAdded,
     Notice,
     RequestSent,
@@ -78,6 +81,9 @@ from treadle.ports.turn_start import TurnStart
 
 log = logging.getLogger(__name__)
 
+SCREEN_ONLY = (ToolOutput, BackgroundCount)
+"""Events shown and never kept: a running command's last lines, the background count."""
+
 
 @dataclass(frozen=True, slots=True)
 class TurnPorts:
@@ -95,9 +101,17 @@ class TurnPorts:
     """Builds another model by its name, for a named sub-agent that asks for one."""
 
 
-def core_tools() -> list[Tool]:
-    """The tools that need only the ports: bash, update_plan and ask."""
-    return [BashTool(), UpdatePlanTool(), AskTool()]
+def core_tools(background: BackgroundProcesses | None = None) -> list[Tool]:
+    """The tools that need only the ports: bash, update_plan, ask, and the two that
+    read and stop what bash started in ``background`` (the session's processes)."""
+    processes = background if background is not None else BackgroundProcesses()
+    return [
+        BashTool(processes),
+        UpdatePlanTool(),
+        AskTool(),
+        ProcessOutputTool(processes),
+        ProcessStopTool(processes),
+    ]
 
 
 class Agent:
@@ -176,7 +190,7 @@ class Agent:
     def emit(self, event: TurnEvent) -> None:
         if type(event) is RequestSent and self._host_task is not None:
             self._begin_host()
-        if type(event) is ToolOutput:  # a glimpse for the screen: the result is what is kept
+        if type(event) in SCREEN_ONLY:  # a glimpse for the screen: the result is what is kept
             self.ports.terminal.show(event)
             return
         self.responder.context.observe(event)

@@ -18,12 +18,14 @@ Access = Literal["read", "write", "execute", "none"]
 
 @dataclass(frozen=True, slots=True)
 class ToolLimits:
-    """Deadlines (seconds) and the output bound (bytes) for tools that start programs."""
+    """Deadlines (seconds) and the output bound (bytes) for tools that start programs;
+    how many background processes may run at once."""
 
     default_timeout: float = 120.0
     max_timeout: float = 600.0
     output_limit: int = 30_000
     passthrough_env: tuple[str, ...] = ()
+    background_limit: int = 4
 
 
 class ToolEnding(enum.StrEnum):
