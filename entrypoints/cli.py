@@ -19,6 +19,7 @@ from treadle.entrypoints.providers import USAGES
 SUBCOMMANDS = (
     "replay",
     "sessions",
+    "fork",
     "config",
     "mcp",
     "context",
@@ -36,7 +37,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog="treadle",
         description="A terminal coding agent: the model asks, the tools run, until it answers.",
         epilog="Also: treadle replay TRANSCRIPT [--check] [--recorded-tools] · "
-        "treadle sessions · treadle config · treadle mcp · treadle context · "
+        "treadle sessions · treadle fork ID [--at N] · treadle config · treadle mcp · "
+        "treadle context · "
         "treadle trust [FOLDER] · treadle undo · treadle redo · treadle diff · "
         "treadle batch TASKS.jsonl · treadle acp (for editors)",
     )

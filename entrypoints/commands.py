@@ -32,6 +32,7 @@ from treadle.domain.loop.stop import StopSignal
 from treadle.domain.loop.turn import Agent
 from treadle.domain.rules import context_window as rules
 from treadle.domain.rules.context_window import window_of
+from treadle.domain.rules.fork import fork_line
 from treadle.domain.rules.resume import rebuild_context, rebuild_history, subagents_started
 from treadle.domain.values.conversation import Message
 from treadle.domain.values.model import ServerFacts
@@ -70,6 +71,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     replay.add_argument("--workspace", help="where real tools run (default: here)")
     commands.add_parser("sessions", help="list the sessions, newest first")
+    fork = commands.add_parser("fork", help="a new session from the first turns of another")
+    fork.add_argument("session", help="the session to fork: an id, a unique start of one, last")
+    fork.add_argument(
+        "--at", type=int, metavar="N", help="keep its first N turns (default: all of them)"
+    )
     config = commands.add_parser("config", help="the effective configuration and its origins")
     config.add_argument("--model")
     config.add_argument("--base-url")
@@ -98,6 +104,8 @@ def run_subcommand(argv: Sequence[str], out: TextIO | None = None) -> int:
     try:
         if args.command == "sessions":
             return list_sessions(out)
+        if args.command == "fork":
+            return fork(args.session, args.at, out)
         if args.command == "config":
             return show_config(args, out)
         if args.command == "mcp":
@@ -130,7 +138,9 @@ def list_sessions(out: TextIO) -> int:
         print(f"No sessions yet in {store.root}", file=out)
         return 0
     home = str(Path.home())
-    table = [("ID", "STARTED", "OUTCOME", "TOKENS", "FOLDER", "TASK")]
+    # Which session each was forked from, in a column of its own once there is a fork.
+    forks = any(row.meta.forked_from for row in rows)
+    table = [("ID", "STARTED", "OUTCOME", "TOKENS", "FOLDER", *(("FORKED FROM",) * forks), "TASK")]
     for row in rows:
         meta = row.meta
         folder = meta.workspace
@@ -138,14 +148,42 @@ def list_sessions(out: TextIO) -> int:
             folder = "~" + folder[len(home) :]
         started = meta.created[:16].replace("T", " ")
         folder, task = one_line(folder, 200), one_line(meta.task, 60)
-        table.append((meta.id, started, row.status, f"{row.tokens:,}", folder, task))
-    widths = [max(len(line[i]) for line in table) for i in range(5)]
+        parent = (
+            (f"{one_line(meta.forked_from, 100)} @{meta.forked_at}" if meta.forked_from else "-",)
+            if forks
+            else ()
+        )
+        table.append((meta.id, started, row.status, f"{row.tokens:,}", folder, *parent, task))
+    columns = len(table[0]) - 1
+    widths = [max(len(line[i]) for line in table) for i in range(columns)]
     for line in table:
         cells = [
             cell.rjust(w) if i == 3 else cell.ljust(w)
             for i, (cell, w) in enumerate(zip(line, widths, strict=False))
         ]
-        print("  ".join([*cells, line[5]]).rstrip(), file=out)
+        print("  ".join([*cells, line[columns]]).rstrip(), file=out)
+    return 0
+
+
+# fork ------------------------------------------------------------------------------
+
+
+def fork(reference: str, at: int | None, out: TextIO) -> int:
+    """``treadle fork ID [--at N]``: a new session from ID's first N turns, ID untouched."""
+    from treadle.adapters.session_fork import ForkRefused, fork_session
+    from treadle.entrypoints.session import new_session_id
+
+    store = SessionStore(sessions_dir())
+    try:
+        parent = store.find(reference)
+        forked = fork_session(store, parent, new_session_id(), at)
+    except (SessionNotFound, ForkRefused, MetaDamaged) as error:
+        print(f"treadle: {error}", file=sys.stderr)
+        return USAGE_ERROR
+    except OSError as error:
+        print(f"treadle: cannot fork into {store.root}: {error.strerror or error}", file=sys.stderr)
+        return USAGE_ERROR
+    print(fork_line(forked.id, parent, forked.forked_at), file=out)
     return 0
 
 
