@@ -26,6 +26,7 @@ from treadle.adapters.jsonl_transcript import read_transcript
 from treadle.adapters.plain_terminal import PlainTerminal
 from treadle.adapters.redact import Redactor
 from treadle.adapters.replay_model import Divergence, Recording, ReplayModel, recorded_tools
+from treadle.adapters.session_fork import ForkRefused, fork_session
 from treadle.adapters.sessions import META, MetaDamaged, SessionNotFound, SessionStore, read_meta
 from treadle.adapters.system_clock import SystemClock
 from treadle.domain.loop.stop import StopSignal
@@ -48,9 +49,11 @@ from treadle.entrypoints.config import (
     flag_values,
     load_config,
 )
-from treadle.entrypoints.paths import sessions_dir
+from treadle.entrypoints.paths import new_session_id, sessions_dir
 from treadle.entrypoints.providers import ModelNotConfigured
 from treadle.entrypoints.trust import trust_folder
+from treadle.entrypoints.worktrees import add_parsers as add_worktree_parsers
+from treadle.entrypoints.worktrees import run_worktree_command
 
 REPLAY_STOP = "the recording ends here"
 _TIMING = re.compile(r"\b\d+(?:\.\d+)? s\b")
@@ -95,6 +98,7 @@ def build_parser() -> argparse.ArgumentParser:
     from treadle.entrypoints.changes import add_parsers
 
     add_parsers(commands)
+    add_worktree_parsers(commands)
     return parser
 
 
@@ -118,6 +122,8 @@ def run_subcommand(argv: Sequence[str], out: TextIO | None = None) -> int:
             return show_context(args, out)
         if args.command == "trust":
             return trust(args.folder, out)
+        if args.command == "worktree":
+            return run_worktree_command(args, out)
         if args.command in ("undo", "redo", "diff"):
             from treadle.entrypoints.changes import run_change_command
 
@@ -170,9 +176,6 @@ def list_sessions(out: TextIO) -> int:
 
 def fork(reference: str, at: int | None, out: TextIO) -> int:
     """``treadle fork ID [--at N]``: a new session from ID's first N turns, ID untouched."""
-    from treadle.adapters.session_fork import ForkRefused, fork_session
-    from treadle.entrypoints.session import new_session_id
-
     store = SessionStore(sessions_dir())
     try:
         parent = store.find(reference)

@@ -93,6 +93,8 @@ class AppConfig:
     """The ``[otel]`` table: ``endpoint`` (OTLP/HTTP) and ``log_prompts``."""
     # Issue 27: parallel work.
     background_limit: int = 4
+    worktree_dir: str = ""
+    """Where ``--worktree`` makes worktrees ("": the state folder's ``worktrees``)."""
     origins: dict[str, str] = field(default_factory=dict, compare=False)
     held_back: tuple[str, ...] = field(default=(), compare=False)
     """Keys the project file set in a folder not trusted, so left out (issue 15)."""
@@ -310,6 +312,11 @@ KEYS: dict[str, Key] = {
     ),
     "background_limit": Key(
         "whole", "background processes that may run at once (0: none)", minimum=0, trust="raise"
+    ),
+    "worktree_dir": Key(
+        "text",
+        "where --worktree makes worktrees (default: the state folder's worktrees)",
+        trust="always",
     ),
 }
 """Every key a file, a ``TREADLE_*`` variable or a flag may set (``workspace`` is a flag)."""

@@ -19,6 +19,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from treadle import __version__
+from treadle.adapters.session_fork import ForkRefused, fork_session
+from treadle.adapters.sessions import SessionStore
 from treadle.domain.loop.stop import StopSignal
 from treadle.domain.loop.turn import Agent
 from treadle.domain.rules.background import listing_lines
@@ -52,7 +54,7 @@ from treadle.entrypoints.container import (
 )
 from treadle.entrypoints.injector import providers
 from treadle.entrypoints.interrupts import SignalPolicy
-from treadle.entrypoints.paths import state_dir
+from treadle.entrypoints.paths import new_session_id, state_dir
 from treadle.entrypoints.workflows import (
     CommandTurn,
     ModelMaker,
@@ -294,10 +296,6 @@ def fork_commands(
     the fork is resumed apart (``treadle --resume``, in another terminal)."""
 
     async def fork() -> None:
-        from treadle.adapters.session_fork import ForkRefused, fork_session
-        from treadle.adapters.sessions import SessionStore
-        from treadle.entrypoints.session import new_session_id
-
         folder = Path(session_dir)
         try:
             forked = fork_session(SessionStore(folder.parent), folder.name, new_session_id(), None)
