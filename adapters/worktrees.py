@@ -59,7 +59,8 @@ def _environment(environ: Mapping[str, str]) -> dict[str, str]:
     return {**kept, "GIT_TERMINAL_PROMPT": "0"}
 
 
-def _git(folder: str, *arguments: str) -> subprocess.CompletedProcess[str]:
+def git(folder: str, *arguments: str) -> subprocess.CompletedProcess[str]:
+    """``git -C folder ARGUMENTS`` to its end, output captured, never prompting."""
     return subprocess.run(
         ["git", "-C", folder, *arguments],
         capture_output=True,
@@ -89,7 +90,7 @@ class Worktrees:
         """The worktrees of the repository ``folder`` is in; None when it is in none (or
         git is missing)."""
         try:
-            done = _git(folder, "rev-parse", "--show-toplevel", "--git-common-dir")
+            done = git(folder, "rev-parse", "--show-toplevel", "--git-common-dir")
         except OSError:
             return None
         if done.returncode != 0:
@@ -101,7 +102,7 @@ class Worktrees:
         return cls(main, root, common_dir)
 
     def entries(self) -> list[WorktreeEntry]:
-        done = _git(self.repository, "worktree", "list", "--porcelain")
+        done = git(self.repository, "worktree", "list", "--porcelain")
         if done.returncode != 0:
             raise WorktreeError(_said(done))
         return read_worktree_list(done.stdout)
@@ -122,12 +123,12 @@ class Worktrees:
             if entry.branch == branch:  # its branch is checked out elsewhere: work there
                 return Worktree(name, entry.path, branch)
         self.folder.mkdir(parents=True, exist_ok=True)
-        _git(self.repository, "worktree", "prune")  # a folder removed by hand: forgotten
-        exists = _git(self.repository, "rev-parse", "--verify", "--quiet", f"refs/heads/{branch}")
+        git(self.repository, "worktree", "prune")  # a folder removed by hand: forgotten
+        exists = git(self.repository, "rev-parse", "--verify", "--quiet", f"refs/heads/{branch}")
         if exists.returncode == 0:
-            done = _git(self.repository, "worktree", "add", str(path), branch)
+            done = git(self.repository, "worktree", "add", str(path), branch)
         else:
-            done = _git(self.repository, "worktree", "add", "-b", branch, str(path), "HEAD")
+            done = git(self.repository, "worktree", "add", "-b", branch, str(path), "HEAD")
         if done.returncode != 0:
             raise WorktreeError(f"cannot make worktree {name}: {_said(done)}")
         copied = copy_included(Path(self.repository), path)
@@ -139,7 +140,7 @@ class Worktrees:
         entry = next((e for e in self.list() if e.branch == branch), None)
         if entry is None:
             raise WorktreeError(f"no worktree {name} (treadle worktree list shows them)")
-        done = _git(self.repository, "worktree", "remove", *(["--force"] * force), entry.path)
+        done = git(self.repository, "worktree", "remove", *(["--force"] * force), entry.path)
         if done.returncode != 0:
             why = _said(done)
             if "modified or untracked" in why or "contains" in why:
@@ -148,7 +149,7 @@ class Worktrees:
                     f"treadle worktree remove {name} --force"
                 )
             raise WorktreeError(f"cannot remove worktree {name}: {why}")
-        deleted = _git(self.repository, "branch", "-d", branch)
+        deleted = git(self.repository, "branch", "-d", branch)
         if deleted.returncode == 0:
             return f"removed worktree {name} ({entry.path}) and its branch {branch}"
         return (

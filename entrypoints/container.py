@@ -49,6 +49,7 @@ from treadle.entrypoints.paths import state_dir
 from treadle.entrypoints.providers import HTTP_PROVIDERS, ModelNotConfigured
 from treadle.entrypoints.wiring import (
     build_agent,
+    build_isolation,
     build_model,
     build_redactor,
     build_runner,
@@ -191,6 +192,7 @@ class Container(containers.DeclarativeContainer):
         turn_start=turn_start,
         server=server,
         models=providers.Singleton(models_by_name, models),
+        isolation=providers.Singleton(build_isolation, app, state_dir, sandbox.provider),
     )
     agent: providers.Provider[Agent] = providers.Singleton(
         build_agent, ports, settings, tools, history, leave_now, resumed, subagents_started

@@ -55,6 +55,7 @@ from treadle.entrypoints.model_choice import ModelChoice
 from treadle.entrypoints.paths import cache_dir, config_dir
 from treadle.entrypoints.providers import resolve
 from treadle.ports.clock import Clock
+from treadle.ports.isolation import WorkspaceIsolation
 from treadle.ports.model import Model, ModelServer
 from treadle.ports.process import ProcessRunner
 from treadle.ports.terminal import Terminal
@@ -163,6 +164,20 @@ def build_turn_start(
         return shadow_for(state_dir, app.workspace)
 
     return HostTurnStart(shadow, session=os.path.basename(session_dir), sandbox=sandbox)
+
+
+def build_isolation(
+    app: AppConfig, state_dir: str, sandbox: Callable[[], Sandbox]
+) -> WorkspaceIsolation | None:
+    """Sub-agents' worktrees (``isolation: "worktree"``, issue 27), under ``worktree_dir``
+    or the state folder's ``worktrees``; commands may write the ones made. None outside a
+    session (no state folder): the ``agent`` tool then does not offer it."""
+    if not state_dir:
+        return None
+    from treadle.adapters.worktree_isolation import WorktreeIsolation
+
+    root = os.path.expanduser(app.worktree_dir) if app.worktree_dir else f"{state_dir}/worktrees"
+    return WorktreeIsolation(root, lambda folder: sandbox().allow_writing(folder))
 
 
 def build_tools(

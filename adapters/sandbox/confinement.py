@@ -104,6 +104,13 @@ class Sandbox:
         self._environ = environ
         self._kept: tuple[tuple[tuple[int, int], ...], Ruleset] | None = None
 
+    def allow_writing(self, folder: str) -> None:
+        """Let the session's next commands write ``folder`` too (a sub-agent's worktree):
+        the next ruleset names it."""
+        path = os.path.realpath(folder)
+        if path not in self.writable:
+            self.writable = (*self.writable, path)
+
     @functools.cached_property
     def support(self) -> SandboxSupport:
         return self._support() if self.mode != "off" else SandboxSupport(0, "off")

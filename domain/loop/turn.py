@@ -72,6 +72,7 @@ from treadle.domain.values.tools import (
 )
 from treadle.domain.values.workflows import AgentDefinition
 from treadle.ports.clock import Clock
+from treadle.ports.isolation import WorkspaceIsolation
 from treadle.ports.model import Model, ModelServer
 from treadle.ports.process import ProcessRunner
 from treadle.ports.terminal import Terminal
@@ -99,6 +100,8 @@ class TurnPorts:
     server: ModelServer | None = None
     models: ModelsByName | None = None
     """Builds another model by its name, for a named sub-agent that asks for one."""
+    isolation: WorkspaceIsolation | None = None
+    """Makes a sub-agent's own worktree (``isolation: "worktree"``); None: not offered."""
 
 
 def core_tools(background: BackgroundProcesses | None = None) -> list[Tool]:
@@ -163,6 +166,7 @@ class Agent:
                 max_depth=self.settings.subagent_depth,
                 started=subagents_started,
                 agents=self.settings.agents,
+                isolation=ports.isolation,
             )
         self._allowed = set(self.settings.allowed_prefixes)
         self.person_listener: Callable[[bool], None] | None = None
@@ -207,20 +211,24 @@ class Agent:
     def doing(self) -> str:
         return self.responder.doing
 
-    def _spawn(self, name: str, definition: AgentDefinition | None = None) -> Agent | str:
+    def _spawn(
+        self, name: str, definition: AgentDefinition | None = None, workspace: str = ""
+    ) -> Agent | str:
         """A sub-agent with this agent's ports, settings, tools and window; a named one
-        with its definition's prompt, tools and model (or why it cannot start)."""
+        with its definition's prompt, tools and model (or why it cannot start); in
+        ``workspace`` when it has one of its own."""
+        settings = replace(self.settings, workspace=workspace) if workspace else self.settings
         if definition is None:
             return Agent(
                 self.ports,
-                self.settings,
+                settings,
                 self.base_tools,
                 name=name,
                 window=self.window,
                 meter=self.meter,
             )
         setup = named_setup(
-            definition, name, self.settings, self.base_tools, self.ports.models, self.name
+            definition, name, settings, self.base_tools, self.ports.models, self.name
         )
         if isinstance(setup, str):
             return setup

@@ -20,6 +20,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from treadle.domain.values.tools import Isolated
+
 BRANCH_PREFIX = "treadle/"
 _NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]{0,79}\Z")
 _NOT_IN_NAME = re.compile(r"[^A-Za-z0-9._-]+")
@@ -127,3 +129,23 @@ def leaving_lines(name: str, path: str, created: bool) -> list[str]:
         f"  merge it: git merge {branch} (commit in the worktree first)",
         f"  remove it: treadle worktree remove {name}",
     ]
+
+
+def isolation_report(isolated: Isolated, changes: str) -> str:
+    """What the caller of a sub-agent in a worktree reads after its report: the diff of
+    what it changed, where it is and how to take it; or that it changed nothing.
+
+    >>> isolation_report(Isolated("/w/a", "/w/a", "treadle/agent-1-ab"), "")
+    'It worked in a worktree of its own and changed nothing there (the worktree is removed).'
+    """
+    if not changes:
+        return (
+            "It worked in a worktree of its own and changed nothing there "
+            "(the worktree is removed)."
+        )
+    return (
+        f"It worked in the worktree {isolated.folder}, on the branch {isolated.branch}; "
+        "your workspace has none of its changes. To take them: git merge "
+        f"{isolated.branch} (once committed there), or apply this diff. Its changes:\n"
+        f"```diff\n{changes.rstrip()}\n```"
+    )

@@ -118,3 +118,15 @@ class ApprovalRequest:
     diff: str = ""
     why: str = ""
     call_id: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Isolated:
+    """A sub-agent's workspace of its own (``isolation: "worktree"``, issue 27): the
+    folder it works in, the worktree that holds it, its branch, and the commit it
+    started from (what its changes are a diff against)."""
+
+    workspace: str
+    folder: str
+    branch: str
+    base: str = ""
