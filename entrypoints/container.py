@@ -192,7 +192,7 @@ class Container(containers.DeclarativeContainer):
         turn_start=turn_start,
         server=server,
         models=providers.Singleton(models_by_name, models),
-        isolation=providers.Singleton(build_isolation, app, state_dir, sandbox.provider),
+        isolation=providers.Singleton(build_isolation, app, sandbox.provider),
     )
     agent: providers.Provider[Agent] = providers.Singleton(
         build_agent, ports, settings, tools, history, leave_now, resumed, subagents_started

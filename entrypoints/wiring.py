@@ -53,6 +53,7 @@ from treadle.entrypoints.config import (
 from treadle.entrypoints.interrupts import LeaveNow
 from treadle.entrypoints.model_choice import ModelChoice
 from treadle.entrypoints.paths import cache_dir, config_dir
+from treadle.entrypoints.paths import state_dir as state_folder
 from treadle.entrypoints.providers import resolve
 from treadle.ports.clock import Clock
 from treadle.ports.isolation import WorkspaceIsolation
@@ -166,17 +167,17 @@ def build_turn_start(
     return HostTurnStart(shadow, session=os.path.basename(session_dir), sandbox=sandbox)
 
 
-def build_isolation(
-    app: AppConfig, state_dir: str, sandbox: Callable[[], Sandbox]
-) -> WorkspaceIsolation | None:
+def build_isolation(app: AppConfig, sandbox: Callable[[], Sandbox]) -> WorkspaceIsolation:
     """Sub-agents' worktrees (``isolation: "worktree"``, issue 27), under ``worktree_dir``
-    or the state folder's ``worktrees``; commands may write the ones made. None outside a
-    session (no state folder): the ``agent`` tool then does not offer it."""
-    if not state_dir:
-        return None
+    or the state folder's ``worktrees``; commands may write the ones made. Offered to
+    every agent the container builds, a replay's as a session's: their requests match."""
     from treadle.adapters.worktree_isolation import WorktreeIsolation
 
-    root = os.path.expanduser(app.worktree_dir) if app.worktree_dir else f"{state_dir}/worktrees"
+    root = (
+        os.path.expanduser(app.worktree_dir)
+        if app.worktree_dir
+        else str(state_folder() / "worktrees")
+    )
     return WorktreeIsolation(root, lambda folder: sandbox().allow_writing(folder))
 
 

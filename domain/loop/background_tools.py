@@ -18,7 +18,7 @@ from treadle.ports.tools import ToolContext
 _ID = {
     "type": "object",
     "properties": {
-        "id": {"type": "string", "description": "The id bash gave it (bg1, bg2…)."},
+        "id": {"type": "string", "description": "bg1, bg2…"},
     },
     "required": ["id"],
     "additionalProperties": False,
@@ -30,10 +30,7 @@ class ProcessOutputTool:
 
     spec = ToolSpec(
         name="process_output",
-        description=(
-            "Read what a background process (started by bash with `background`) printed "
-            "since the last read, head and tail, and whether it is still running."
-        ),
+        description="What a background process printed since the last read; if it still runs.",
         parameters=_ID,
     )
     access: Access = "read"
@@ -57,10 +54,7 @@ class ProcessStopTool:
 
     spec = ToolSpec(
         name="process_stop",
-        description=(
-            "Stop a background process (started by bash with `background`) and everything "
-            "it started; returns what it printed since the last read."
-        ),
+        description="Stop a background process and all it started.",
         parameters=_ID,
     )
     access: Access = "none"

@@ -30,9 +30,8 @@ class BashTool:
             "Run a shell command in the workspace with bash. stdin is closed and nothing "
             "can prompt; long output keeps its head and tail. Use `timeout` (seconds) for "
             "commands that may take long. Anything the command leaves running in the "
-            "background is stopped when it ends. For a server or a watcher that must keep "
-            "running while you work, set `background`: the call returns at once with an "
-            "id; read its output with process_output and stop it with process_stop."
+            "background is stopped when it ends. With `background` (a server, a watcher) "
+            "it keeps running, and the call returns its id at once."
         ),
         parameters={
             "type": "object",
@@ -41,14 +40,9 @@ class BashTool:
                 "timeout": {
                     "type": "number",
                     "exclusiveMinimum": 0,
-                    "description": "Deadline in seconds (capped by configuration; in the "
-                    "background, none unless given).",
+                    "description": "Deadline in seconds (capped by configuration).",
                 },
-                "background": {
-                    "type": "boolean",
-                    "description": "Keep it running in the background and return at once "
-                    "with its id.",
-                },
+                "background": {"type": "boolean"},
             },
             "required": ["command"],
             "additionalProperties": False,

@@ -208,9 +208,8 @@ def with_isolation(spec: ToolSpec) -> ToolSpec:
         "isolation": {
             "type": "string",
             "enum": ["worktree"],
-            "description": "worktree: it works in a git worktree of its own, on a branch of "
-            "its own, and its report ends with the diff of what it changed there (your "
-            "workspace has none of it until you merge or apply it).",
+            "description": "worktree: it works in a git worktree of its own; its report "
+            "ends with the diff of its changes.",
         },
     }
     return ToolSpec(spec.name, spec.description, {**spec.parameters, "properties": properties})
