@@ -327,10 +327,13 @@ async def replay(args: argparse.Namespace, out: TextIO) -> int:
 
     turn_stop = _TurnStop()
     model = ReplayModel(recording, normalize=normalize, on_cut=turn_stop.cut)
-    tools = recorded_tools(
-        build_tools(), recording, answer_from_recording=args.recorded_tools, on_cut=turn_stop.cut
-    )
     container = Container()
+    tools = recorded_tools(
+        build_tools(background=container.background()),
+        recording,
+        answer_from_recording=args.recorded_tools,
+        on_cut=turn_stop.cut,
+    )
     container.app.override(providers.Object(app))
     container.model.override(providers.Object(model))
     container.tools.override(providers.Object(tools))
@@ -353,7 +356,10 @@ async def replay(args: argparse.Namespace, out: TextIO) -> int:
             )
         finally:
             try:
-                container.shutdown_resources()
+                try:
+                    await container.background().stop_all()  # what its commands left running
+                finally:
+                    container.shutdown_resources()
             finally:  # each turn's outcome is its last line, the last turn's too
                 end_screen(container)
     # Without --check the replay is a run of the session: it exits as its last turn ended.
