@@ -96,6 +96,10 @@ class AppConfig:
     """A JSON Schema file the final answer must meet ("": any answer)."""
     otel: Mapping[str, Any] = field(default_factory=dict)
     """The ``[otel]`` table: ``endpoint`` (OTLP/HTTP) and ``log_prompts``."""
+    # Issue 27: parallel work.
+    background_limit: int = 4
+    worktree_dir: str = ""
+    """Where ``--worktree`` makes worktrees ("": the state folder's ``worktrees``)."""
     origins: dict[str, str] = field(default_factory=dict, compare=False)
     held_back: tuple[str, ...] = field(default=(), compare=False)
     """Keys the project file set in a folder not trusted, so left out (issue 15)."""
@@ -329,6 +333,14 @@ KEYS: dict[str, Key] = {
     ),
     "output_schema": Key(
         "text", "a JSON Schema file (draft 2020-12) the final answer must be valid against"
+    ),
+    "background_limit": Key(
+        "whole", "background processes that may run at once (0: none)", minimum=0, trust="raise"
+    ),
+    "worktree_dir": Key(
+        "text",
+        "where --worktree makes worktrees (default: the state folder's worktrees)",
+        trust="always",
     ),
 }
 """Every key a file, a ``TREADLE_*`` variable or a flag may set (``workspace`` is a flag)."""

@@ -26,6 +26,7 @@ from treadle.adapters.sessions import (
     SessionStore,
     SessionUnusable,
 )
+from treadle.domain.loop.background import BackgroundProcesses
 from treadle.domain.loop.context import SharedWindow
 from treadle.domain.loop.settings import SubAgentClocks, TurnSettings
 from treadle.domain.loop.turn import Agent, TurnPorts, core_tools
@@ -53,8 +54,10 @@ from treadle.entrypoints.config import (
 from treadle.entrypoints.interrupts import LeaveNow
 from treadle.entrypoints.model_choice import ModelChoice
 from treadle.entrypoints.paths import cache_dir, config_dir
+from treadle.entrypoints.paths import state_dir as state_folder
 from treadle.entrypoints.providers import resolve
 from treadle.ports.clock import Clock
+from treadle.ports.isolation import WorkspaceIsolation
 from treadle.ports.model import Model, ModelServer
 from treadle.ports.process import ProcessRunner
 from treadle.ports.terminal import Terminal
@@ -197,11 +200,29 @@ def build_turn_start(
     return HostTurnStart(shadow, session=os.path.basename(session_dir), sandbox=sandbox)
 
 
-def build_tools(servers: McpServers | None = None) -> list[Tool]:
-    """The built-in tools, then those of the MCP servers that started."""
+def build_isolation(app: AppConfig, sandbox: Callable[[], Sandbox]) -> WorkspaceIsolation:
+    """Sub-agents' worktrees (``isolation: "worktree"``, issue 27), under ``worktree_dir``
+    or the state folder's ``worktrees``; commands may write the ones made. Offered to
+    every agent the container builds, a replay's as a session's: their requests match."""
+    from treadle.adapters.worktree_isolation import WorktreeIsolation
+
+    root = (
+        os.path.expanduser(app.worktree_dir)
+        if app.worktree_dir
+        else str(state_folder() / "worktrees")
+    )
+    return WorktreeIsolation(root, lambda folder: sandbox().allow_writing(folder))
+
+
+def build_tools(
+    servers: McpServers | None = None, background: BackgroundProcesses | None = None
+) -> list[Tool]:
+    """The built-in tools (bash's background processes in ``background``), then those
+    of the MCP servers that started."""
     from treadle.adapters.tools import file_tools
 
-    return core_tools() + file_tools() + (servers.tools() if servers is not None else [])
+    mcp = servers.tools() if servers is not None else []
+    return core_tools(background) + file_tools() + mcp
 
 
 def open_mcp_servers(
@@ -439,6 +460,7 @@ def build_settings(
             max_timeout=app.tool_timeout_max,
             output_limit=app.output_limit,
             passthrough_env=app.env_passthrough,
+            background_limit=app.background_limit,
         ),
         subagents=SubAgentClocks(app.subagent_check_interval, app.subagent_deadline),
         subagent_depth=app.subagent_depth,

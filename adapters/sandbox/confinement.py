@@ -181,6 +181,13 @@ class Sandbox:
         self._proxy: NetworkProxy | None = None
         self._kept: tuple[tuple[tuple[int, int], ...], Ruleset] | None = None
 
+    def allow_writing(self, folder: str) -> None:
+        """Let the session's next commands write ``folder`` too (a sub-agent's worktree):
+        the next ruleset names it."""
+        path = os.path.realpath(folder)
+        if path not in self.writable:
+            self.writable = (*self.writable, path)
+
     @functools.cached_property
     def support(self) -> SandboxSupport:
         asked = self.mode != "off" or self.network.confined

@@ -175,6 +175,8 @@ def test_every_key_can_be_set_from_a_file(places: tuple[Path, Path, dict[str, st
             "max_requests = 50",
             'max_time = "1h30m"',
             'output_schema = "answer.schema.json"',
+            "background_limit = 2",
+            'worktree_dir = "/tmp/trees"',
             "[otel]",
             'endpoint = "http://127.0.0.1:4318"',
             "log_prompts = false",
