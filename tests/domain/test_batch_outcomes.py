@@ -22,7 +22,7 @@ def test_every_way_a_turn_ends_is_a_batch_outcome_of_the_same_spelling():
 
 
 def test_the_batch_reads_a_turns_exit_code_from_the_one_table_of_exit_codes():
-    assert OUTCOME_BY_EXIT == {code: TaskOutcome(kind.value) for kind, code in EXIT_CODES.items()}
+    assert {code: TaskOutcome(kind.value) for kind, code in EXIT_CODES.items()} == OUTCOME_BY_EXIT
     assert OUTCOME_BY_EXIT[4] is TaskOutcome.WAITING
 
 
@@ -32,7 +32,7 @@ def test_an_outcome_spelt_as_an_older_results_file_spelt_it_reads_back_as_todays
     assert TaskOutcome.read("not started") is TaskOutcome.NOT_STARTED
     assert TaskOutcome.read("maybe") is None
     assert TaskOutcome.read(None) is None
-    assert OUTCOMES == tuple(TaskOutcome)
+    assert tuple(TaskOutcome) == OUTCOMES
 
 
 def test_a_rerun_over_an_older_results_file_skips_and_continues_as_it_did():
