@@ -149,23 +149,23 @@ def _tag(event: TurnEvent) -> str:
     return f"[{event.agent}] " if event.agent else ""
 
 
-@describe_event.register
+@describe_event.register(TurnStarted)
 def _task(event: TurnStarted) -> list[str]:
     return [] if event.agent else [f"Task: {printable(shown_task(event.task))}"]
 
 
-@describe_event.register
+@describe_event.register(PlanUpdated)
 def _plan(event: PlanUpdated) -> list[str]:
     steps = [f"  {PLAN_MARKS[s.status]} {one_line(s.step)}" for s in event.steps]
     return [f"{_tag(event)}Plan:", *steps]
 
 
-@describe_event.register
+@describe_event.register(ToolStarted)
 def _tool_started(event: ToolStarted) -> list[str]:
     return [f"{_tag(event)}→ {one_line(event.call.name, 64)}: {one_line(event.summary)}"]
 
 
-@describe_event.register
+@describe_event.register(ToolFinished)
 def _tool_finished(event: ToolFinished) -> list[str]:
     tag, preview, diff = _tag(event), event.preview, event.diff
     output = [f"{tag}    {printable(line)}" for line in preview.split("\n") if preview]
@@ -175,7 +175,7 @@ def _tool_finished(event: ToolFinished) -> list[str]:
     return [head, *output, *change]
 
 
-@describe_event.register
+@describe_event.register(RetryScheduled)
 def _retry(event: RetryScheduled) -> list[str]:
     return [
         f"{_tag(event)}retrying in {event.pause:g} s — {one_line(event.error)}, "
@@ -183,7 +183,7 @@ def _retry(event: RetryScheduled) -> list[str]:
     ]
 
 
-@describe_event.register
+@describe_event.register(ContinuationRequested)
 def _continuation(event: ContinuationRequested) -> list[str]:
     going_on = f"continuing ({event.continuation}, {event.max_tokens} tokens)"
     if not event.cut_at:
@@ -194,7 +194,7 @@ def _continuation(event: ContinuationRequested) -> list[str]:
     ]
 
 
-@describe_event.register
+@describe_event.register(SubAgentStarted)
 def _sub_agent_started(event: SubAgentStarted) -> list[str]:
     return [
         f"[{event.name}] started: {one_line(event.task)} (reports every "
@@ -202,12 +202,12 @@ def _sub_agent_started(event: SubAgentStarted) -> list[str]:
     ]
 
 
-@describe_event.register
+@describe_event.register(SubAgentProgress)
 def _sub_agent_progress(event: SubAgentProgress) -> list[str]:
     return [f"[{event.name}] {one_line(event.doing)} · {_spent(event)}"]
 
 
-@describe_event.register
+@describe_event.register(SubAgentFinished)
 def _sub_agent_finished(event: SubAgentFinished) -> list[str]:
     return [f"[{event.name}] {one_line(event.said)} · {_spent(event)}"]
 
@@ -218,7 +218,7 @@ def _spent(event: SubAgentProgress | SubAgentFinished) -> str:
     )
 
 
-@describe_event.register
+@describe_event.register(Notice)
 def _notice(event: Notice) -> list[str]:
     return [f"{_tag(event)}warning: {one_line(event.text, 500)}"]
 
@@ -229,13 +229,13 @@ def _context(event: ContextPruned | ContextCompacted) -> list[str]:
     return [_tag(event) + context_line(event)]
 
 
-@describe_event.register
+@describe_event.register(CompactionStarted)
 def _compacting(event: CompactionStarted) -> list[str]:
     size, window = tokens_text(event.tokens), tokens_text(event.window)
     return [f"{_tag(event)}context {size}/{window} · compacting…"]
 
 
-@describe_event.register
+@describe_event.register(ContextWindowKnown)
 def _window_known(event: ContextWindowKnown) -> list[str]:
     if not is_learned(ContextWindow(event.window, event.origin)):
         return []
@@ -245,7 +245,7 @@ def _window_known(event: ContextWindowKnown) -> list[str]:
     ]
 
 
-@describe_event.register
+@describe_event.register(WindowFilled)
 def _window_filled(event: WindowFilled) -> list[str]:
     return [
         f"{_tag(event)}… the answer filled the context window ({event.window:,} tokens: "
@@ -254,7 +254,7 @@ def _window_filled(event: WindowFilled) -> list[str]:
     ]
 
 
-@describe_event.register
+@describe_event.register(TurnEnded)
 def _turn_ended(event: TurnEnded) -> list[str]:
     if event.agent:
         return []
@@ -449,22 +449,22 @@ def json_record(event: TurnEvent, resume_hint: str = "") -> dict[str, Any] | Non
     return event_to_record(event)
 
 
-@json_record.register
+@json_record.register(MessageAdded)
 def _message_added(event: MessageAdded, resume_hint: str = "") -> dict[str, Any] | None:
     return None  # the deltas, the responses and the tool events said it already
 
 
-@json_record.register
+@json_record.register(ContextCompacted)
 def _compacted(event: ContextCompacted, resume_hint: str = "") -> dict[str, Any] | None:
     return event_to_record(event) | {"messages": len(event.messages)}
 
 
-@json_record.register
+@json_record.register(ContextPruned)
 def _pruned(event: ContextPruned, resume_hint: str = "") -> dict[str, Any] | None:
     return event_to_record(event) | {"results": len(event.results)}
 
 
-@json_record.register
+@json_record.register(TurnEnded)
 def _ended(event: TurnEnded, resume_hint: str = "") -> dict[str, Any] | None:
     record = event_to_record(event)
     if not event.agent:

@@ -445,14 +445,14 @@ def view_lines(event: TurnEvent, view: TurnView, now: float) -> list[str]:
     return []
 
 
-@view_lines.register
+@view_lines.register(TurnStarted)
 def _task(event: TurnStarted, view: TurnView, now: float) -> list[str]:
     if event.agent:
         return []
     return [view.styles.bold("Task: ") + one_line(shown_task(event.task), 10_000)]
 
 
-@view_lines.register
+@view_lines.register(RequestSent)
 def _request_sent(event: RequestSent, view: TurnView, now: float) -> list[str]:
     if not event.agent:
         view.requests += 1
@@ -467,21 +467,21 @@ def _request_sent(event: RequestSent, view: TurnView, now: float) -> list[str]:
     return []
 
 
-@view_lines.register
+@view_lines.register(AnswerDelta)
 def _answer(event: AnswerDelta, view: TurnView, now: float) -> list[str]:
     if not event.agent:
         view.activity = "writing the answer"
     return []
 
 
-@view_lines.register
+@view_lines.register(ResponseReceived)
 def _response(event: ResponseReceived, view: TurnView, now: float) -> list[str]:
     if not event.agent:
         view.activity = "running tools" if event.tool_calls else "finishing"
     return []
 
 
-@view_lines.register
+@view_lines.register(UsageUpdated)
 def _usage(event: UsageUpdated, view: TurnView, now: float) -> list[str]:
     if not event.agent:
         view.usage = event.turn
@@ -489,12 +489,12 @@ def _usage(event: UsageUpdated, view: TurnView, now: float) -> list[str]:
     return []
 
 
-@view_lines.register
+@view_lines.register(PlanUpdated)
 def _plan(event: PlanUpdated, view: TurnView, now: float) -> list[str]:
     return view._plan_lines(event)
 
 
-@view_lines.register
+@view_lines.register(ToolStarted)
 def _tool_started(event: ToolStarted, view: TurnView, now: float) -> list[str]:
     name = one_line(event.call.name, 64)
     view.running[event.call.id] = RunningTool(event.agent, name, event.summary, now)
@@ -503,7 +503,7 @@ def _tool_started(event: ToolStarted, view: TurnView, now: float) -> list[str]:
     return []
 
 
-@view_lines.register
+@view_lines.register(ToolOutput)
 def _tool_output(event: ToolOutput, view: TurnView, now: float) -> list[str]:
     tool = view.running.get(event.call_id)
     if tool is not None and tool.agent == event.agent:
@@ -511,12 +511,12 @@ def _tool_output(event: ToolOutput, view: TurnView, now: float) -> list[str]:
     return []
 
 
-@view_lines.register
+@view_lines.register(ToolFinished)
 def _tool_finished(event: ToolFinished, view: TurnView, now: float) -> list[str]:
     return view._tool_lines(event)
 
 
-@view_lines.register
+@view_lines.register(MessageAdded)
 def _message(event: MessageAdded, view: TurnView, now: float) -> list[str]:
     message = event.message
     if message.role == "tool":
@@ -526,7 +526,7 @@ def _message(event: MessageAdded, view: TurnView, now: float) -> list[str]:
     return []
 
 
-@view_lines.register
+@view_lines.register(RetryScheduled)
 def _retry(event: RetryScheduled, view: TurnView, now: float) -> list[str]:
     yellow = view.styles.yellow
     if event.agent:
@@ -536,7 +536,7 @@ def _retry(event: RetryScheduled, view: TurnView, now: float) -> list[str]:
     return [yellow("↻ " + describe_event(event)[0])]
 
 
-@view_lines.register
+@view_lines.register(CompactionStarted)
 def _compacting(event: CompactionStarted, view: TurnView, now: float) -> list[str]:
     if not event.agent:
         view.activity = "compacting the conversation"

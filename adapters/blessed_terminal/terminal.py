@@ -482,14 +482,14 @@ def _logged(event: TurnEvent, terminal: BlessedTerminal, now: float) -> None:
     terminal._write_log(terminal.view.lines_for(event, now), now)
 
 
-@shown_on.register
+@shown_on.register(ReasoningDelta)
 def _reasoning(event: ReasoningDelta, terminal: BlessedTerminal, now: float) -> None:
     if event.text and not event.agent:
         terminal.view.think(event.text)
         terminal._redraw_soon(now)
 
 
-@shown_on.register
+@shown_on.register(TurnEnded)
 def _turn_ended(event: TurnEnded, terminal: BlessedTerminal, now: float) -> None:
     if event.agent:
         _logged(event, terminal, now)
@@ -497,7 +497,7 @@ def _turn_ended(event: TurnEnded, terminal: BlessedTerminal, now: float) -> None
         terminal._end_turn(event)
 
 
-@shown_on.register
+@shown_on.register(TurnStarted)
 def _turn_started(event: TurnStarted, terminal: BlessedTerminal, now: float) -> None:
     if not event.agent:
         terminal._begin_turn()
@@ -509,7 +509,7 @@ def _turn_started(event: TurnStarted, terminal: BlessedTerminal, now: float) -> 
     _logged(event, terminal, now)
 
 
-@shown_on.register
+@shown_on.register(ToolOutput)
 def _tool_output(event: ToolOutput, terminal: BlessedTerminal, now: float) -> None:
     terminal.view.lines_for(event, now)  # a running command's last lines: a live row
     terminal._redraw_soon(now)
@@ -527,7 +527,7 @@ def _compaction(
     terminal._write_log(lines, now)
 
 
-@shown_on.register
+@shown_on.register(ResponseReceived)
 def _response(event: ResponseReceived, terminal: BlessedTerminal, now: float) -> None:
     terminal.view.width = terminal.screen.width
     lines = terminal.view.lines_for(event, now)

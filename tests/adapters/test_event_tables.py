@@ -46,3 +46,14 @@ def test_the_full_screen_view_decides_on_every_kind_but_reasoning_and_the_end():
 @pytest.mark.parametrize("table", [describe_event, json_record, view_lines, shown_on])
 def test_a_table_holds_only_kinds_of_turn_events(table):
     assert set(table.registry) - {object} <= KINDS
+
+
+@pytest.mark.parametrize("table", [describe_event, json_record, view_lines, shown_on])
+def test_each_function_is_registered_for_the_kinds_its_event_parameter_names(table):
+    # Registered by class, not by annotation: reading the annotations at import cost a
+    # session's start some 1 ms; this keeps the two from telling different stories.
+    for kind, function in table.registry.items():
+        if kind is object:
+            continue
+        annotation = function.__annotations__["event"]
+        assert kind.__name__ in annotation.split(" | "), (kind, function)
