@@ -12,12 +12,13 @@ The model's reasoning is not its answer: plain lines show it only when asked
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import re
 import sys
 from collections.abc import Callable
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from treadle.adapters.serialize import event_to_record
 from treadle.domain.rules.context_window import is_learned
@@ -134,77 +135,134 @@ def context_line(event: ContextPruned | ContextCompacted) -> str:
     return line
 
 
+@functools.singledispatch
 def describe_event(event: TurnEvent) -> list[str]:
-    """The plain lines an event shows as (answer text excepted: it streams inline)."""
-    tag = f"[{event.agent}] " if event.agent else ""
-    match event:
-        case TurnStarted(task=task) if not event.agent:
-            return [f"Task: {printable(shown_task(task))}"]
-        case PlanUpdated(steps=steps):
-            return [f"{tag}Plan:"] + [f"  {PLAN_MARKS[s.status]} {one_line(s.step)}" for s in steps]
-        case ToolStarted(call=call, summary=summary):
-            return [f"{tag}→ {one_line(call.name, 64)}: {one_line(summary)}"]
-        case ToolFinished(call=call, status=status, diff=diff, preview=preview):
-            mark = event.mark.value
-            output = [f"{tag}    {printable(line)}" for line in preview.split("\n") if preview]
-            rows = diff.removesuffix("\n").split("\n") if diff else []
-            change = [f"{tag}    {printable(line)}" for line in rows]
-            head = f"{tag}  {mark} {one_line(call.name, 64)}: {one_line(status)}"
-            return [head, *output, *change]
-        case RetryScheduled(attempt=attempt, attempts=attempts, pause=pause, error=error):
-            return [
-                f"{tag}retrying in {pause:g} s — {one_line(error)}, attempt {attempt} of {attempts}"
-            ]
-        case ContinuationRequested(continuation=n, max_tokens=max_tokens, cut_at=0):
-            return [f"{tag}… answer cut by its token budget; continuing ({n}, {max_tokens} tokens)"]
-        case ContinuationRequested(
-            continuation=n, max_tokens=max_tokens, cut_at=cut_at, short_of=budget
-        ):
-            return [
-                f"{tag}… answer cut at {cut_at:,} of its {budget:,} tokens, not by the "
-                f"context window; continuing ({n}, {max_tokens} tokens)"
-            ]
-        # A sub-agent's lines carry its own name, which already says whose it is.
-        case SubAgentStarted(name=name, task=task, check_interval=every, deadline=deadline):
-            return [
-                f"[{name}] started: {one_line(task)} (reports every {every:g} s, "
-                f"deadline {deadline:g} s)"
-            ]
-        case SubAgentProgress(name=name, doing=doing, requests=n, usage=usage, elapsed=elapsed):
-            return [
-                f"[{name}] {one_line(doing)} · {counted(n, 'request')} · {usage.total} tokens "
-                f"· {elapsed:.1f} s"
-            ]
-        case SubAgentFinished(name=name, requests=n, usage=usage, elapsed=elapsed):
-            said = one_line(event.said)
-            return [
-                f"[{name}] {said} · {counted(n, 'request')} · {usage.total} tokens "
-                f"· {elapsed:.1f} s"
-            ]
-        case Notice(text=text):
-            return [f"{tag}warning: {one_line(text, 500)}"]
-        case ContextPruned() | ContextCompacted():
-            return [tag + context_line(event)]
-        case CompactionStarted(tokens=size, window=window):
-            return [f"{tag}context {tokens_text(size)}/{tokens_text(window)} · compacting…"]
-        case ContextWindowKnown(window=window, origin=origin) if is_learned(
-            ContextWindow(window, origin)
-        ):
-            return [f"{tag}context window {window:,} tokens, learned from {one_line(origin)}"]
-        case WindowFilled(window=window, prompt_tokens=prompt, answer_tokens=answer):
-            return [
-                f"{tag}… the answer filled the context window ({window:,} tokens: {prompt:,} "
-                f"of prompt, {answer:,} of answer); it goes on once a continuation fits"
-            ]
-        case TurnEnded(outcome=outcome, usage=usage, requests=n, elapsed=elapsed) if (
-            not event.agent
-        ):
-            spent = token_counts(usage) + cost_text(event.cost)
-            return [
-                f"{counted(n, 'request')} · {spent} · {elapsed:.1f} s",
-                printable(outcome.screen_line),
-            ]
+    """The plain lines an event shows as (answer text excepted: it streams inline).
+
+    One function per kind of event, registered below; a kind with none (a delta, a
+    request sent, a message added…) shows as no line. A sub-agent's lines carry its
+    name (``[name] ``) unless they name it themselves."""
     return []
+
+
+def _tag(event: TurnEvent) -> str:
+    return f"[{event.agent}] " if event.agent else ""
+
+
+@describe_event.register(TurnStarted)
+def _task(event: TurnStarted) -> list[str]:
+    return [] if event.agent else [f"Task: {printable(shown_task(event.task))}"]
+
+
+@describe_event.register(PlanUpdated)
+def _plan(event: PlanUpdated) -> list[str]:
+    steps = [f"  {PLAN_MARKS[s.status]} {one_line(s.step)}" for s in event.steps]
+    return [f"{_tag(event)}Plan:", *steps]
+
+
+@describe_event.register(ToolStarted)
+def _tool_started(event: ToolStarted) -> list[str]:
+    return [f"{_tag(event)}→ {one_line(event.call.name, 64)}: {one_line(event.summary)}"]
+
+
+@describe_event.register(ToolFinished)
+def _tool_finished(event: ToolFinished) -> list[str]:
+    tag, preview, diff = _tag(event), event.preview, event.diff
+    output = [f"{tag}    {printable(line)}" for line in preview.split("\n") if preview]
+    rows = diff.removesuffix("\n").split("\n") if diff else []
+    change = [f"{tag}    {printable(line)}" for line in rows]
+    head = f"{tag}  {event.mark.value} {one_line(event.call.name, 64)}: {one_line(event.status)}"
+    return [head, *output, *change]
+
+
+@describe_event.register(RetryScheduled)
+def _retry(event: RetryScheduled) -> list[str]:
+    return [
+        f"{_tag(event)}retrying in {event.pause:g} s — {one_line(event.error)}, "
+        f"attempt {event.attempt} of {event.attempts}"
+    ]
+
+
+@describe_event.register(ContinuationRequested)
+def _continuation(event: ContinuationRequested) -> list[str]:
+    going_on = f"continuing ({event.continuation}, {event.max_tokens} tokens)"
+    if not event.cut_at:
+        return [f"{_tag(event)}… answer cut by its token budget; {going_on}"]
+    return [
+        f"{_tag(event)}… answer cut at {event.cut_at:,} of its {event.short_of:,} tokens, "
+        f"not by the context window; {going_on}"
+    ]
+
+
+@describe_event.register(SubAgentStarted)
+def _sub_agent_started(event: SubAgentStarted) -> list[str]:
+    return [
+        f"[{event.name}] started: {one_line(event.task)} (reports every "
+        f"{event.check_interval:g} s, deadline {event.deadline:g} s)"
+    ]
+
+
+@describe_event.register(SubAgentProgress)
+def _sub_agent_progress(event: SubAgentProgress) -> list[str]:
+    return [f"[{event.name}] {one_line(event.doing)} · {_spent(event)}"]
+
+
+@describe_event.register(SubAgentFinished)
+def _sub_agent_finished(event: SubAgentFinished) -> list[str]:
+    return [f"[{event.name}] {one_line(event.said)} · {_spent(event)}"]
+
+
+def _spent(event: SubAgentProgress | SubAgentFinished) -> str:
+    return (
+        f"{counted(event.requests, 'request')} · {event.usage.total} tokens · {event.elapsed:.1f} s"
+    )
+
+
+@describe_event.register(Notice)
+def _notice(event: Notice) -> list[str]:
+    return [f"{_tag(event)}warning: {one_line(event.text, 500)}"]
+
+
+@describe_event.register(ContextPruned)
+@describe_event.register(ContextCompacted)
+def _context(event: ContextPruned | ContextCompacted) -> list[str]:
+    return [_tag(event) + context_line(event)]
+
+
+@describe_event.register(CompactionStarted)
+def _compacting(event: CompactionStarted) -> list[str]:
+    size, window = tokens_text(event.tokens), tokens_text(event.window)
+    return [f"{_tag(event)}context {size}/{window} · compacting…"]
+
+
+@describe_event.register(ContextWindowKnown)
+def _window_known(event: ContextWindowKnown) -> list[str]:
+    if not is_learned(ContextWindow(event.window, event.origin)):
+        return []
+    return [
+        f"{_tag(event)}context window {event.window:,} tokens, "
+        f"learned from {one_line(event.origin)}"
+    ]
+
+
+@describe_event.register(WindowFilled)
+def _window_filled(event: WindowFilled) -> list[str]:
+    return [
+        f"{_tag(event)}… the answer filled the context window ({event.window:,} tokens: "
+        f"{event.prompt_tokens:,} of prompt, {event.answer_tokens:,} of answer); it goes on "
+        "once a continuation fits"
+    ]
+
+
+@describe_event.register(TurnEnded)
+def _turn_ended(event: TurnEnded) -> list[str]:
+    if event.agent:
+        return []
+    spent = token_counts(event.usage) + cost_text(event.cost)
+    return [
+        f"{counted(event.requests, 'request')} · {spent} · {event.elapsed:.1f} s",
+        printable(event.outcome.screen_line),
+    ]
 
 
 def terminal_columns(out: TextIO | None) -> Callable[[], int] | None:
@@ -289,26 +347,32 @@ class PlainTerminal:
             self._render(outcome)
 
     def _render(self, event: TurnEvent) -> None:
-        if isinstance(event, ReasoningDelta):
+        """Text streams inline (reasoning on lines of its own); every other event is
+        the lines :func:`describe_event` gives it."""
+        if type(event) is ReasoningDelta:
             if self.verbose and not event.agent and event.text:
                 self._reasoning(event.text)
             return
         if self._thinking and not event.agent:
             self._write("\n")
             self._thinking = self._mid_line = False
-        if isinstance(event, AnswerDelta):
+        if type(event) is AnswerDelta:
             if not event.agent and event.text:
-                text = printable(event.text)
-                if self._wrap is not None:
-                    self._write(self._wrap.feed(text))
-                    self._mid_line = self._wrap.mid_line
-                else:
-                    self._write(text)
-                    self._mid_line = not text.endswith("\n") if text else self._mid_line
+                self._answer(printable(event.text))
             return
         lines = describe_event(event)
-        if not lines:
-            return
+        if lines:
+            self._lines(event, lines)
+
+    def _answer(self, text: str) -> None:
+        if self._wrap is not None:
+            self._write(self._wrap.feed(text))
+            self._mid_line = self._wrap.mid_line
+        else:
+            self._write(text)
+            self._mid_line = not text.endswith("\n") if text else self._mid_line
+
+    def _lines(self, event: TurnEvent, lines: list[str]) -> None:
         if isinstance(event, TurnEnded) and event.outcome.resumable:
             lines[-1] += self.resume_hint
         if self._mid_line and isinstance(event, ANSWER_NOTES) and not event.agent:
@@ -370,21 +434,45 @@ class JsonLinesTerminal(PlainTerminal):
     """
 
     def _render(self, event: TurnEvent) -> None:
-        if isinstance(event, MessageAdded):
+        record = json_record(event, self.resume_hint)
+        if record is None:
             return
-        record = event_to_record(event)
-        if isinstance(event, ContextCompacted):
-            record["messages"] = len(event.messages)
-        elif isinstance(event, ContextPruned):
-            record["results"] = len(event.results)
-        if isinstance(event, TurnEnded) and not event.agent:
-            record["exit_code"] = event.outcome.exit_code
-            record["line"] = event.outcome.screen_line
-            if event.outcome.resumable and self.resume_hint:
-                record["resume_hint"] = self.resume_hint.strip(" —")
         line = json.dumps(record, ensure_ascii=False)
         line = _JSON_UNESCAPED_CONTROL.sub(lambda m: f"\\u{ord(m.group()):04x}", line)
         self._write(line + "\n")
+
+
+@functools.singledispatch
+def json_record(event: TurnEvent, resume_hint: str = "") -> dict[str, Any] | None:
+    """The ``--json`` line of ``event`` (its transcript record, :func:`event_to_record`,
+    unless a kind registered below says otherwise); None for none."""
+    return event_to_record(event)
+
+
+@json_record.register(MessageAdded)
+def _message_added(event: MessageAdded, resume_hint: str = "") -> dict[str, Any] | None:
+    return None  # the deltas, the responses and the tool events said it already
+
+
+@json_record.register(ContextCompacted)
+def _compacted(event: ContextCompacted, resume_hint: str = "") -> dict[str, Any] | None:
+    return event_to_record(event) | {"messages": len(event.messages)}
+
+
+@json_record.register(ContextPruned)
+def _pruned(event: ContextPruned, resume_hint: str = "") -> dict[str, Any] | None:
+    return event_to_record(event) | {"results": len(event.results)}
+
+
+@json_record.register(TurnEnded)
+def _ended(event: TurnEnded, resume_hint: str = "") -> dict[str, Any] | None:
+    record = event_to_record(event)
+    if not event.agent:
+        record["exit_code"] = event.outcome.exit_code
+        record["line"] = event.outcome.screen_line
+        if event.outcome.resumable and resume_hint:
+            record["resume_hint"] = resume_hint.strip(" —")
+    return record
 
 
 def _quiet_stdout(out: TextIO) -> None:

@@ -180,8 +180,8 @@ def _body_lines() -> list[str]:
     builders: dict[str, Callable[[ModelRequest], object]] = {
         "openai": lambda r: json.dumps(chat_request_body(r, model="bench", hosted=False)).encode(),
         "anthropic": lambda r: json.dumps(messages_request_body(r, model="bench")).encode(),
-        "openai kept": lambda r: chat.protocol(r, None)[2],
-        "anthropic kept": lambda r: messages.protocol(r, None)[2],
+        "openai kept": lambda r: chat.protocol(r, None).body,
+        "anthropic kept": lambda r: messages.protocol(r, None).body,
     }
     sizes = (10, 100, 1000)
     requests = {size: ModelRequest("system", _history(size), (BASH,), 1024) for size in sizes}

@@ -51,8 +51,18 @@ LAZY_IMPORTS: dict[tuple[str, str], str] = {
     "then loads what its turn will need while nobody waits for it",
     ("batch_wiring", "treadle.adapters.batch"): "the batch engines only in a batch, Ray only "
     "for --engine ray",
+    ("batch", "treadle.entrypoints.session"): "treadle batch --help and a bad flag are "
+    "answered by argparse before a session's modules load",
+    ("batch", "treadle.adapters.batch.results_file"): "the same",
+    ("batch", "treadle.adapters.sessions"): "the session store once TASKS and the flags "
+    "are read, to check the sessions the lines continue",
+    ("batch", "treadle.adapters.redact"): "the container, its log and every adapter only "
+    "once TASKS, the configuration and RESULTS are found good (nothing runs otherwise)",
+    ("batch", "treadle.adapters.session_log"): "the same",
+    ("batch", "treadle.entrypoints.container"): "the same",
+    ("batch", "treadle.entrypoints.injector"): "the same",
 }
-"""Every function-level import of the entrypoints but ``batch.py``'s (not yet listed)."""
+"""Every function-level import of the entrypoints, with its reason."""
 
 NOT_BEFORE_FIRST_REQUEST: dict[str, str] = {
     "treadle.adapters.sandbox": (

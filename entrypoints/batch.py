@@ -23,6 +23,8 @@ from typing import TYPE_CHECKING
 
 from returns.result import Failure, Success
 
+from treadle.domain.loop.batch import BatchPorts, BatchRun
+from treadle.domain.rules.batch import start_batch
 from treadle.domain.rules.batch_plan import (
     BatchPlan,
     TurnDefaults,
@@ -326,9 +328,6 @@ async def run_plan(options: BatchOptions, plan: BatchPlan) -> int:
 
 async def drive(container: Container, options: BatchOptions, plan: BatchPlan) -> int:
     """The batch on the container's engine, RESULTS and screen: its exit code."""
-    from treadle.domain.loop.batch import BatchPorts, BatchRun
-    from treadle.domain.rules.batch import start_batch
-
     screen = container.batch_screen()
     ports = BatchPorts(
         container.turn_engine(), container.batch_results(), screen, container.clock()

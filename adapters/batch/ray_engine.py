@@ -205,13 +205,13 @@ class RayEngine:
         lost = bool(kinds & set(LOST))
         cancelled = isinstance(error, ray_errors.TaskCancelledError) and not lost
         if cancelled and order.id not in self._forced:  # cancelled before its turn began
-            return TaskResult(order.id, "not started", detail=NOT_STARTED_DETAIL)
+            return TaskResult(order.id, TaskOutcome.NOT_STARTED, detail=NOT_STARTED_DETAIL)
         if lost and not began_turn and self._sees_sessions:
             # A dead cluster fails every task given to it at once: their turns never
             # began, and a rerun starts them (a new session has no folder to continue).
             return TaskResult(
                 order.id,
-                "not started",
+                TaskOutcome.NOT_STARTED,
                 detail=f"its Ray worker was lost ({type(error).__name__}) before the turn began",
                 session=order.session if order.resuming else "",
                 transcript=order.transcript if order.resuming else "",
@@ -222,11 +222,17 @@ class RayEngine:
         first = (str(error).strip().splitlines() or [""])[0][:300]
         outcome: TaskOutcome
         if order.id in self._forced:
-            outcome, detail = "paused", f"its Ray worker was killed before the turn paused; {kept}"
+            outcome, detail = (
+                TaskOutcome.PAUSED,
+                f"its Ray worker was killed before the turn paused; {kept}",
+            )
         elif lost:
-            outcome, detail = "lost", f"its Ray worker was lost ({type(error).__name__}); {kept}"
+            outcome, detail = (
+                TaskOutcome.LOST,
+                f"its Ray worker was lost ({type(error).__name__}); {kept}",
+            )
         else:
-            outcome, detail = "failed", f"InternalError: {type(error).__name__}: {first}"
+            outcome, detail = TaskOutcome.FAILED, f"InternalError: {type(error).__name__}: {first}"
         return TaskResult(
             order.id,
             outcome,

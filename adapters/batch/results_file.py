@@ -3,7 +3,7 @@
 Example::
 
     results = ResultsFile("results.jsonl")   # appends; a rerun reads what is there
-    results.write(TaskResult("fix-1", "finished", 0, seconds=41.2))
+    results.write(TaskResult("fix-1", TaskOutcome.FINISHED, 0, seconds=41.2))
     results.close()
 """
 
@@ -30,7 +30,7 @@ def result_record(result: TaskResult) -> dict[str, Any]:
     """The JSON object of one line, its fields in the README's order."""
     return {
         "id": result.id,
-        "outcome": result.outcome,
+        "outcome": result.outcome.value,
         "exit_code": result.exit_code,
         "detail": result.detail,
         "transcript": result.transcript,

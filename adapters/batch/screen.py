@@ -48,7 +48,7 @@ def result_line(result: TaskResult, figures: Progress) -> str:
     where = f" · {result.worker}" if result.worker else ""
     detail = f" — {one_line(result.detail, 120)}" if result.detail and not result.finished else ""
     return (
-        f"[{figures.ended}/{figures.total}] {one_line(result.id, 60)} {result.outcome}"
+        f"[{figures.ended}/{figures.total}] {one_line(result.id, 60)} {result.outcome.value}"
         f"{exit_code} · {result.seconds:.1f} s{where}{detail}"
     )
 
@@ -66,7 +66,7 @@ def summary_lines(
     rows = [header] + [
         (
             one_line(result.id, 40),
-            result.outcome,
+            result.outcome.value,
             "" if result.exit_code is None else str(result.exit_code),
             str(result.requests),
             f"{tokens_in_all(result):,}",
@@ -91,9 +91,9 @@ def summary_lines(
         for row in rows
     ]
     counts = [
-        f"{sum(1 for r in results if r.outcome == outcome)} {outcome}"
+        f"{sum(1 for r in results if r.outcome is outcome)} {outcome.value}"
         for outcome in OUTCOMES
-        if any(r.outcome == outcome for r in results)
+        if any(r.outcome is outcome for r in results)
     ]
     total = f"batch: {counted(len(results), 'turn')}" + (f": {', '.join(counts)}" if counts else "")
     if figures.skipped:

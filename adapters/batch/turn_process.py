@@ -34,7 +34,7 @@ from treadle.adapters.process.environment import run_marker
 from treadle.adapters.process.tree import CommandTree, active_commands, become_subreaper
 from treadle.adapters.process.watchdog import OWNER_MARKER, ensure_watchdog
 from treadle.domain.rules.turn_report import ProcessEnd, TurnTally, judge_turn, tally_lines
-from treadle.domain.values.batch import TaskResult, TurnOrder
+from treadle.domain.values.batch import TaskOutcome, TaskResult, TurnOrder
 from treadle.ports.clock import Clock
 
 
@@ -228,7 +228,7 @@ async def run_turn(
     except OSError as error:
         return TaskResult(
             order.id,
-            "failed",
+            TaskOutcome.FAILED,
             detail=f"could not start treadle in {order.workspace}: {error.strerror or error}",
             session=order.session,
             seconds=round(clock.now() - started, 3),

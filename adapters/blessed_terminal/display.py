@@ -8,6 +8,7 @@ moment. It does no I/O, so its output can be checked line by line.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -278,68 +279,9 @@ class TurnView:
     # Events ------------------------------------------------------------------------
 
     def lines_for(self, event: TurnEvent, now: float) -> list[str]:
-        """The log lines an event adds (after updating what the live rows show)."""
-        s = self.styles
-        main = not event.agent
-        match event:
-            case TurnStarted(task=task) if main:
-                return [s.bold("Task: ") + one_line(shown_task(task), 10_000)]
-            case RequestSent(attempt=attempt, continuation=continuation) if main:
-                self.requests += 1
-                self.retry_at = None
-                self.activity = (
-                    "continuing the answer"
-                    if continuation
-                    else f"asking the model again (attempt {attempt})"
-                    if attempt > 1
-                    else "waiting for the model"
-                )
-            case AnswerDelta() if main:
-                self.activity = "writing the answer"
-            case ResponseReceived(tool_calls=calls) if main:
-                self.activity = "running tools" if calls else "finishing"
-            case UsageUpdated(turn=turn, requests=requests) if main:
-                self.usage = turn
-                self.requests = max(self.requests, requests)
-            case PlanUpdated():
-                return self._plan_lines(event)
-            case ToolStarted(call=call, summary=summary):
-                self.running[call.id] = RunningTool(
-                    event.agent, one_line(call.name, 64), summary, now
-                )
-                if main:
-                    self.activity = f"running {one_line(call.name, 64)}"
-            case BackgroundCount(running=running):
-                self.background = running
-            case ToolOutput(call_id=call_id, lines=lines):
-                tool = self.running.get(call_id)
-                if tool is not None and tool.agent == event.agent:
-                    tool.output = lines
-            case ToolFinished():
-                return self._tool_lines(event)
-            case MessageAdded(message=message) if message.role == "tool":
-                key = (event.agent, message.tool_call_id or "")
-                if key in self.folded:
-                    self.results[key] = message.text
-            case RetryScheduled(pause=pause, error=error) if main:
-                self.retry_at = now + pause
-                self.retry_error = one_line(error, 80)
-                return [s.yellow("↻ " + describe_event(event)[0])]
-            case RetryScheduled() | ContinuationRequested():
-                return [s.yellow(line) for line in describe_event(event)]
-            case SubAgentStarted() | SubAgentFinished():
-                return [s.magenta(line) for line in describe_event(event)]
-            case SubAgentProgress():
-                return [s.dim(line) for line in describe_event(event)]
-            case Notice():
-                return [s.yellow(line) for line in describe_event(event)]
-            case CompactionStarted() if main:
-                self.activity = "compacting the conversation"
-            case ContextPruned() | ContextCompacted():
-                return [s.dim(line) for line in describe_event(event)]
-            case WindowFilled() | ContextWindowKnown():
-                return [s.yellow(line) for line in describe_event(event)]
-        return []
+        """The log lines an event adds (after updating what the live rows show): one
+        function per kind of event, registered on :func:`view_lines`."""
+        return view_lines(event, self, now)
 
     def _plan_lines(self, event: PlanUpdated) -> list[str]:
         s = self.styles
@@ -498,6 +440,150 @@ class TurnView:
         elapsed = format_elapsed(now - self.started)
         rows.append(s.dim(status_line(activity, counts, elapsed, width - 1)))
         return rows
+
+
+# Events ----------------------------------------------------------------------------
+
+
+@functools.singledispatch
+def view_lines(event: TurnEvent, view: TurnView, now: float) -> list[str]:
+    """The log lines ``event`` adds to ``view``'s screen, after it updated what the live
+    rows show; a kind registered with none adds no line and changes nothing."""
+    return []
+
+
+@view_lines.register(TurnStarted)
+def _task(event: TurnStarted, view: TurnView, now: float) -> list[str]:
+    if event.agent:
+        return []
+    return [view.styles.bold("Task: ") + one_line(shown_task(event.task), 10_000)]
+
+
+@view_lines.register(RequestSent)
+def _request_sent(event: RequestSent, view: TurnView, now: float) -> list[str]:
+    if not event.agent:
+        view.requests += 1
+        view.retry_at = None
+        view.activity = (
+            "continuing the answer"
+            if event.continuation
+            else f"asking the model again (attempt {event.attempt})"
+            if event.attempt > 1
+            else "waiting for the model"
+        )
+    return []
+
+
+@view_lines.register(AnswerDelta)
+def _answer(event: AnswerDelta, view: TurnView, now: float) -> list[str]:
+    if not event.agent:
+        view.activity = "writing the answer"
+    return []
+
+
+@view_lines.register(ResponseReceived)
+def _response(event: ResponseReceived, view: TurnView, now: float) -> list[str]:
+    if not event.agent:
+        view.activity = "running tools" if event.tool_calls else "finishing"
+    return []
+
+
+@view_lines.register(UsageUpdated)
+def _usage(event: UsageUpdated, view: TurnView, now: float) -> list[str]:
+    if not event.agent:
+        view.usage = event.turn
+        view.requests = max(view.requests, event.requests)
+    return []
+
+
+@view_lines.register(PlanUpdated)
+def _plan(event: PlanUpdated, view: TurnView, now: float) -> list[str]:
+    return view._plan_lines(event)
+
+
+@view_lines.register(ToolStarted)
+def _tool_started(event: ToolStarted, view: TurnView, now: float) -> list[str]:
+    name = one_line(event.call.name, 64)
+    view.running[event.call.id] = RunningTool(event.agent, name, event.summary, now)
+    if not event.agent:
+        view.activity = f"running {name}"
+    return []
+
+
+@view_lines.register(BackgroundCount)
+def _background(event: BackgroundCount, view: TurnView, now: float) -> list[str]:
+    view.background = event.running
+    return []
+
+
+@view_lines.register(ToolOutput)
+def _tool_output(event: ToolOutput, view: TurnView, now: float) -> list[str]:
+    tool = view.running.get(event.call_id)
+    if tool is not None and tool.agent == event.agent:
+        tool.output = event.lines
+    return []
+
+
+@view_lines.register(ToolFinished)
+def _tool_finished(event: ToolFinished, view: TurnView, now: float) -> list[str]:
+    return view._tool_lines(event)
+
+
+@view_lines.register(MessageAdded)
+def _message(event: MessageAdded, view: TurnView, now: float) -> list[str]:
+    message = event.message
+    if message.role == "tool":
+        key = (event.agent, message.tool_call_id or "")
+        if key in view.folded:
+            view.results[key] = message.text
+    return []
+
+
+@view_lines.register(RetryScheduled)
+def _retry(event: RetryScheduled, view: TurnView, now: float) -> list[str]:
+    yellow = view.styles.yellow
+    if event.agent:
+        return [yellow(line) for line in describe_event(event)]
+    view.retry_at = now + event.pause
+    view.retry_error = one_line(event.error, 80)
+    return [yellow("↻ " + describe_event(event)[0])]
+
+
+@view_lines.register(CompactionStarted)
+def _compacting(event: CompactionStarted, view: TurnView, now: float) -> list[str]:
+    if not event.agent:
+        view.activity = "compacting the conversation"
+    return []
+
+
+# What shows as its plain lines (describe_event), in a colour.
+
+
+@view_lines.register(ContinuationRequested)
+@view_lines.register(Notice)
+@view_lines.register(WindowFilled)
+@view_lines.register(ContextWindowKnown)
+def _warning(
+    event: ContinuationRequested | Notice | WindowFilled | ContextWindowKnown,
+    view: TurnView,
+    now: float,
+) -> list[str]:
+    return [view.styles.yellow(line) for line in describe_event(event)]
+
+
+@view_lines.register(SubAgentStarted)
+@view_lines.register(SubAgentFinished)
+def _sub_agent(event: SubAgentStarted | SubAgentFinished, view: TurnView, now: float) -> list[str]:
+    return [view.styles.magenta(line) for line in describe_event(event)]
+
+
+@view_lines.register(SubAgentProgress)
+@view_lines.register(ContextPruned)
+@view_lines.register(ContextCompacted)
+def _aside(
+    event: SubAgentProgress | ContextPruned | ContextCompacted, view: TurnView, now: float
+) -> list[str]:
+    return [view.styles.dim(line) for line in describe_event(event)]
 
 
 def _is_more_lines(line: str) -> bool:

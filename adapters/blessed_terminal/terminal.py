@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import atexit
 import contextlib
+import functools
 import os
 import sys
 import time
@@ -166,66 +167,48 @@ class BlessedTerminal:
     # The Terminal port -------------------------------------------------------------
 
     def show(self, event: TurnEvent) -> None:
-        if type(event) is AnswerDelta:  # the hot path: thousands of small pieces
-            if event.text and not event.agent:
-                ended_reasoning = bool(self.view.thinking)
-                if ended_reasoning:
-                    self._end_reasoning()
-                self.view.activity = "writing the answer"
-                rows = self.answer.feed(event.text)
-                if rows:
-                    self.screen.write_lines(rows)
-                now = self._now()
-                # A new line shows at once; a line growing, at most every 50 ms. The
-                # status rows drawn under a new line are those of the last 50 ms: they
-                # say the same (the times move by tenths), and working them out again
-                # for each line of a fast stream cost more than the line itself.
-                fresh = rows or ended_reasoning or not self._drew_pending
-                if fresh or now - self._last_draw >= REDRAW_AFTER_TEXT:
-                    self._draw(now, reuse=not ended_reasoning)
-                    self.screen.flush()
+        """The answer's pieces are the hot path (thousands of small ones), taken before
+        the table; every other event first ends the reasoning shown (but reasoning
+        itself), then goes to its kind's function in :func:`shown_on`."""
+        if type(event) is AnswerDelta:
+            self._answer_piece(event)
             return
         now = self._now()
-        if type(event) is ReasoningDelta:
-            if event.text and not event.agent:
-                self.view.think(event.text)
-                if now - self._last_draw >= REDRAW_AFTER_TEXT:
-                    self._draw(now)
-                    self.screen.flush()
-            return
-        if self.view.thinking and not event.agent:
+        if type(event) is not ReasoningDelta and self.view.thinking and not event.agent:
             self._end_reasoning()
-        if isinstance(event, TurnEnded) and not event.agent:
-            self._end_turn(event)
+        shown_on(event, self, now)
+
+    def _answer_piece(self, event: AnswerDelta) -> None:
+        if not event.text or event.agent:
             return
-        if isinstance(event, TurnStarted) and not event.agent:
-            self._begin_turn()
-            if event.task == self.prompts.submitted:  # the prompt line already shows it
-                self.prompts.submitted = ""
-                self._draw(now)
-                self.screen.flush()
-                return
-        if type(event) is ToolOutput:  # a running command's last lines: a live row
-            self.view.lines_for(event, now)
-            if now - self._last_draw >= REDRAW_AFTER_TEXT:
-                self._draw(now)
-                self.screen.flush()
-            return
-        self.view.width = self.screen.width
-        lines = self.view.lines_for(event, now)
-        if not event.agent and isinstance(event, CompactionStarted | ContextCompacted):
-            self._compacting = isinstance(event, CompactionStarted)
-        if isinstance(event, ResponseReceived) and not event.agent and not self._compacting:
-            self._continuing = event.stop_reason in CUT_STOPS
-            if self._continuing:  # the answer goes on: its unfinished line stays live
-                self._draw(now)
-                self.screen.flush()
-                return
-            lines = self.answer.finish() + self._held_notes + lines
-            self._held_notes = []
+        ended_reasoning = bool(self.view.thinking)
+        if ended_reasoning:
+            self._end_reasoning()
+        self.view.activity = "writing the answer"
+        rows = self.answer.feed(event.text)
+        if rows:
+            self.screen.write_lines(rows)
+        now = self._now()
+        # A new line shows at once; a line growing, at most every 50 ms. The status rows
+        # drawn under a new line are those of the last 50 ms: they say the same (the
+        # times move by tenths), and working them out again for each line of a fast
+        # stream cost more than the line itself.
+        fresh = rows or ended_reasoning or not self._drew_pending
+        if fresh or now - self._last_draw >= REDRAW_AFTER_TEXT:
+            self._draw(now, reuse=not ended_reasoning)
+            self.screen.flush()
+
+    def _write_log(self, lines: list[str], now: float) -> None:
+        """Lines into the log, then the live rows under them."""
         self.screen.write_lines(lines)
         self._draw(now)
         self.screen.flush()
+
+    def _redraw_soon(self, now: float) -> None:
+        """The live rows again, unless they were drawn less than 50 ms ago."""
+        if now - self._last_draw >= REDRAW_AFTER_TEXT:
+            self._draw(now)
+            self.screen.flush()
 
     def bind_interrupt(self, interrupt: Callable[[], None]) -> None:
         self._interrupt = interrupt
@@ -481,3 +464,79 @@ class BlessedTerminal:
             self._cursor_shown = cursor is not None
             self.screen.write_raw(SHOW_CURSOR if self._cursor_shown else HIDE_CURSOR)
         self._last_draw = now
+
+
+# Events ----------------------------------------------------------------------------
+
+
+@functools.singledispatch
+def shown_on(event: TurnEvent, terminal: BlessedTerminal, now: float) -> None:
+    """``event`` on ``terminal``'s screen: by default :func:`_logged`; the kinds
+    registered below do more, or something else."""
+    _logged(event, terminal, now)
+
+
+def _logged(event: TurnEvent, terminal: BlessedTerminal, now: float) -> None:
+    """The lines the view gives ``event`` (:meth:`TurnView.lines_for`) go in the log."""
+    terminal.view.width = terminal.screen.width
+    terminal._write_log(terminal.view.lines_for(event, now), now)
+
+
+@shown_on.register(ReasoningDelta)
+def _reasoning(event: ReasoningDelta, terminal: BlessedTerminal, now: float) -> None:
+    if event.text and not event.agent:
+        terminal.view.think(event.text)
+        terminal._redraw_soon(now)
+
+
+@shown_on.register(TurnEnded)
+def _turn_ended(event: TurnEnded, terminal: BlessedTerminal, now: float) -> None:
+    if event.agent:
+        _logged(event, terminal, now)
+    else:
+        terminal._end_turn(event)
+
+
+@shown_on.register(TurnStarted)
+def _turn_started(event: TurnStarted, terminal: BlessedTerminal, now: float) -> None:
+    if not event.agent:
+        terminal._begin_turn()
+        if event.task == terminal.prompts.submitted:  # the prompt line already shows it
+            terminal.prompts.submitted = ""
+            terminal._draw(now)
+            terminal.screen.flush()
+            return
+    _logged(event, terminal, now)
+
+
+@shown_on.register(ToolOutput)
+def _tool_output(event: ToolOutput, terminal: BlessedTerminal, now: float) -> None:
+    terminal.view.lines_for(event, now)  # a running command's last lines: a live row
+    terminal._redraw_soon(now)
+
+
+@shown_on.register(CompactionStarted)
+@shown_on.register(ContextCompacted)
+def _compaction(
+    event: CompactionStarted | ContextCompacted, terminal: BlessedTerminal, now: float
+) -> None:
+    terminal.view.width = terminal.screen.width
+    lines = terminal.view.lines_for(event, now)
+    if not event.agent:  # the responses until it ends are its summary's
+        terminal._compacting = isinstance(event, CompactionStarted)
+    terminal._write_log(lines, now)
+
+
+@shown_on.register(ResponseReceived)
+def _response(event: ResponseReceived, terminal: BlessedTerminal, now: float) -> None:
+    terminal.view.width = terminal.screen.width
+    lines = terminal.view.lines_for(event, now)
+    if not event.agent and not terminal._compacting:
+        terminal._continuing = event.stop_reason in CUT_STOPS
+        if terminal._continuing:  # the answer goes on: its unfinished line stays live
+            terminal._draw(now)
+            terminal.screen.flush()
+            return
+        lines = terminal.answer.finish() + terminal._held_notes + lines
+        terminal._held_notes = []
+    terminal._write_log(lines, now)

@@ -28,7 +28,7 @@ class FakeTurn:
     """A scripted turn: how it ends after ``seconds`` of clock time, and whether it
     pauses when asked (one that does not runs on until it is killed)."""
 
-    outcome: TaskOutcome = "finished"
+    outcome: TaskOutcome = TaskOutcome.FINISHED
     seconds: float = 1.0
     pauses: bool = True
     requests: int = 1
@@ -76,7 +76,7 @@ class FakeEngine:
             waiting = {work, kill} | ({pause} if turn.pauses else set())
             await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
             if not work.done():
-                outcome = "paused"
+                outcome = TaskOutcome.PAUSED
                 detail = "killed" if kill.done() else "Turn paused"
         finally:
             for task in (work, pause, kill):

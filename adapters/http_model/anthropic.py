@@ -25,7 +25,7 @@ from returns.result import Failure, Result
 from treadle.adapters.http_model.anthropic_reader import AnthropicReader
 from treadle.adapters.http_model.assistant_parts import assistant_parts
 from treadle.adapters.http_model.endpoint import HttpModel, ModelOptions
-from treadle.adapters.http_model.exchange import EventReader
+from treadle.adapters.http_model.exchange import Post
 from treadle.adapters.http_model.server_facts import ProbeTarget
 from treadle.adapters.http_model.wire_forms import (
     REJOIN,
@@ -79,7 +79,9 @@ class AnthropicModel(HttpModel):
         """The answer; a refusal of a thinking block bound to another prefix (decided
         before any output) is answered at once by the same request, asking for such
         blocks to be dropped, as the refusal itself says to, and for the rest of the
-        session."""
+        session. This is no retry of its own: the seed's schedule (transient failures,
+        their pauses) is the loop's, ``Responder``'s, for every protocol; the refusal is
+        answered here because only this protocol knows what it asks to change."""
         for attempt in (1, 2):
             items = super().stream(request)
             try:
@@ -115,9 +117,7 @@ class AnthropicModel(HttpModel):
 
     _wire: WireMessages | None = None
 
-    def protocol(
-        self, request: ModelRequest, key: str | None
-    ) -> tuple[str, dict[str, str], bytes, EventReader]:
+    def protocol(self, request: ModelRequest, key: str | None) -> Post:
         headers = self.key_headers(key)
         if _thinks(request, self.options):
             reader = AnthropicReader()  # a continuation is asked for, not prefilled
@@ -134,7 +134,7 @@ class AnthropicModel(HttpModel):
             thinking = body.setdefault("thinking", {"type": "adaptive"})
             thinking["block_binding"] = {"prefix_mismatch_behavior": "drop_block"}
             headers["anthropic-beta"] = BINDING_BETA
-        return "/v1/messages", headers, encoded_body(body, "messages", messages), reader
+        return Post("/v1/messages", headers, encoded_body(body, "messages", messages), reader)
 
 
 def _asks_to_drop_bound_blocks(item: Result[StreamEvent, ModelError]) -> bool:

@@ -1,17 +1,18 @@
-"""What both model adapters are: a model at a server, a key, and one new connection
-per attempt. A protocol says only where to post, its headers, its body and its reader."""
+"""What every model adapter is: a model at a server, a key, and one new connection per
+attempt. A protocol says only what it posts (a :class:`Post`: its path, its headers,
+its body and its reader); :func:`exchange` makes the attempt. The seed's retries are
+the loop's (``Responder``), for every protocol alike."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import httpx
 from returns.result import Result
 
-from treadle.adapters.http_model.exchange import EventReader, HttpRequest, exchange, failing
+from treadle.adapters.http_model.exchange import Attempt, Post, exchange, failing
 from treadle.adapters.http_model.server_facts import ProbeTarget, server_facts
 from treadle.adapters.http_model.transport import Connection, StreamLimits, checked_base_url
 from treadle.domain.values.model import (
@@ -21,6 +22,8 @@ from treadle.domain.values.model import (
     ServerFacts,
     StreamEvent,
 )
+
+OPENAI_BASE_URL = "https://api.openai.com/v1"
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,26 +113,36 @@ class HttpModel:
     def stream(self, request: ModelRequest) -> AsyncIterator[Result[StreamEvent, ModelError]]:
         if self._key is None and self.hosted:
             return failing(CredentialsRejected(f"no API key: set {self.key_env}"))
-        path, headers, body, reader = self.protocol(request, self._key)
-        http_request = HttpRequest(
-            f"{self.base_url}{path}",
+        post = self.protocol(request, self._key)
+        attempt = Attempt(
+            f"{self.base_url}{post.path}",
             {
                 "content-type": "application/json",
                 "accept": "text/event-stream",
                 # An uncompressed stream: one that expands is bounded (body.py), but
                 # there is nothing to gain from it either.
                 "accept-encoding": "identity",
-                **headers,
+                **post.headers,
             },
-            body if isinstance(body, bytes) else json.dumps(body).encode(),
+            post.body,
+            post.reader,
             self._key,
             self.key_env,
         )
-        return exchange(http_request, self._connection, reader)
+        return exchange(attempt, self._connection)
 
-    def protocol(
-        self, request: ModelRequest, key: str | None
-    ) -> tuple[str, dict[str, str], dict[str, Any] | bytes, EventReader]:
-        """The path to post to, the protocol's own headers, the body (or its JSON,
-        encoded), and its reader."""
+    def protocol(self, request: ModelRequest, key: str | None) -> Post:
+        """What the protocol posts for ``request``: its path, its own headers, the
+        body's bytes and a new reader of its stream."""
         raise NotImplementedError
+
+
+class OpenAIModel(HttpModel):
+    """The base of OpenAI's two protocols (Chat Completions and Responses): its hosted
+    API, its key variable and its bearer key; a server at another URL needs no key."""
+
+    HOSTED_URL = OPENAI_BASE_URL
+    KEY_ENV = "OPENAI_API_KEY"
+
+    def key_headers(self, key: str | None) -> dict[str, str]:
+        return {"authorization": f"Bearer {key}"} if key is not None else {}

@@ -1,5 +1,5 @@
-"""One attempt: send the request on a new connection, read the event stream, hand each
-event to the protocol's reader, and turn every failure into a value.
+"""One attempt: open a new connection, send the request, read the event stream, hand
+each event to the protocol's reader, and turn every failure into a value.
 
 The readers (:mod:`openai_chat_reader`, :mod:`anthropic_reader`) are pure state
 machines, so everything that is about a wire format is tested without sockets; this
@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
+import ssl
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Protocol, cast
@@ -22,7 +24,6 @@ from treadle.adapters.http_model.sse import EventTooLong, SseEvent, SseParser
 from treadle.adapters.http_model.transport import (
     Connection,
     StreamLimits,
-    open_client,
     redact_error,
     status_failure,
     transport_failure,
@@ -64,14 +65,77 @@ class EventReader(Protocol):
 
 
 @dataclass(frozen=True, slots=True)
-class HttpRequest:
-    """The POST of one attempt. ``secret`` is the key, kept to redact it from messages."""
+class Post:
+    """What a protocol sends for one request: the path under the base URL, its own
+    headers (the key's among them), the body's bytes, and the reader of its stream.
+    Each protocol makes one per request (``HttpModel.protocol``); the reader is new
+    each time, the rest is plain data."""
+
+    path: str
+    headers: Mapping[str, str]
+    body: bytes
+    reader: EventReader
+
+
+@dataclass(frozen=True, slots=True)
+class Attempt:
+    """One attempt, whole: the URL, every header, the body and the reader. ``secret``
+    is the key, kept to redact it from messages; ``key_env`` names where it is set."""
 
     url: str
     headers: Mapping[str, str]
     body: bytes
+    reader: EventReader
     secret: str | None
     key_env: str
+
+
+def open_client(connection: Connection, url: httpx.URL) -> httpx.AsyncClient:
+    """A client of its own for one attempt, so the attempt opens a new TCP connection.
+
+    A pooled connection could be the very one that just failed; the seed asks for a
+    fresh one every time. No keep-alive either, so nothing outlives the attempt.
+    """
+    timeout = httpx.Timeout(connection.read_timeout, connect=connection.connect_timeout)
+    if connection.transport is not None:
+        return httpx.AsyncClient(
+            transport=_BorrowedTransport(connection.transport), timeout=timeout
+        )
+    return httpx.AsyncClient(
+        timeout=timeout,
+        verify=ssl_context_for(url),
+        limits=httpx.Limits(max_keepalive_connections=0),
+    )
+
+
+def ssl_context_for(url: httpx.URL) -> ssl.SSLContext:
+    """The TLS settings for ``url``: the CA bundle for https://, none needed for http://."""
+    return _tls_context() if url.scheme == "https" else _plain_context()
+
+
+@functools.cache
+def _tls_context() -> ssl.SSLContext:
+    # Loading the CA bundle takes milliseconds; share the context, never the connection.
+    return httpx.create_ssl_context()
+
+
+@functools.cache
+def _plain_context() -> ssl.SSLContext:
+    """For a server at http://, which never needs TLS: loading the CA bundle there
+    would cost a fifth of a local session's start. It still verifies, against no
+    authority at all, so it could never accept a certificate."""
+    return ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+
+
+class _BorrowedTransport(httpx.AsyncBaseTransport):
+    def __init__(self, inner: httpx.AsyncBaseTransport) -> None:
+        self._inner = inner
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        return await self._inner.handle_async_request(request)
+
+    async def aclose(self) -> None:
+        """Left to the lender: closing it here would break its next attempt."""
 
 
 async def failing(error: ModelError) -> AsyncIterator[StreamItem]:
@@ -79,104 +143,150 @@ async def failing(error: ModelError) -> AsyncIterator[StreamItem]:
     yield Failure(error)
 
 
-async def exchange(
-    request: HttpRequest, connection: Connection, reader: EventReader
-) -> AsyncIterator[StreamItem]:
+async def exchange(attempt: Attempt, connection: Connection) -> AsyncIterator[StreamItem]:
     """The items of one attempt, ending with a ``StreamEnd`` or one ``Failure``.
 
     Closing the generator early (the caller stopped, or was cancelled) closes the
     response and the client, and with them the connection.
     """
-    url = httpx.URL(request.url)
+    url = httpx.URL(attempt.url)
     where = f"{url.host}:{url.port}" if url.port else url.host
     async with contextlib.AsyncExitStack() as hang_up:
-        client = open_client(connection, url)
-        hang_up.push_async_callback(_quietly, client.aclose)
+        sent = await _send(attempt, connection, url, where, hang_up)
+        if isinstance(sent, Failure):
+            yield sent
+            return
+        answer = _answer(attempt, connection, sent.unwrap(), where, hang_up)
+        async with contextlib.aclosing(answer):  # closed first when the caller stops
+            async for item in answer:
+                yield item
+
+
+async def _send(
+    attempt: Attempt,
+    connection: Connection,
+    url: httpx.URL,
+    where: str,
+    hang_up: contextlib.AsyncExitStack,
+) -> Result[httpx.Response, ModelError]:
+    """The POST on a new connection, and its answer if it is a stream of events."""
+    client = open_client(connection, url)
+    hang_up.push_async_callback(_quietly, client.aclose)
+    try:
+        response = await client.send(
+            client.build_request("POST", url, headers=attempt.headers, content=attempt.body),
+            stream=True,
+        )
+    except httpx.HTTPError as exc:
+        return Failure(transport_failure(exc, connection, where, attempt.secret))
+    hang_up.push_async_callback(_quietly, response.aclose)
+    if not response.is_success:
+        return Failure(
+            await status_failure(response, secret=attempt.secret, key_env=attempt.key_env)
+        )
+    kind = response.headers.get("content-type", "").split(";")[0].strip().lower()
+    if kind == "application/json":
+        # A whole JSON answer where a stream was asked for: the server ignored
+        # "stream": true, and reading it as events would only say "malformed".
+        return Failure(
+            MalformedStream(
+                f"{where} answered with one JSON document, not an event stream: "
+                "the server does not stream this endpoint"
+            )
+        )
+    return Success(response)
+
+
+async def _answer(
+    attempt: Attempt,
+    connection: Connection,
+    response: httpx.Response,
+    where: str,
+    hang_up: contextlib.AsyncExitStack,
+) -> AsyncGenerator[StreamItem, None]:
+    """The stream's items, read as they come, each chunk within the read timeout."""
+    limits, reader = connection.limits, attempt.reader
+    # A body a lent transport gave whole is already read, and decoded by httpx.
+    whole = response.is_stream_consumed
+    encoding = "" if whole else response.headers.get("content-encoding", "")
+    try:
+        body = BoundedBody(encoding, limits.answer_bytes)
+    except UnknownEncoding:
+        yield Failure(MalformedStream(f"{where} sent a body encoded as {encoding!r}"))
+        return
+    chunks = cast(
+        AsyncGenerator[bytes, None], _once(response.content) if whole else response.aiter_raw()
+    )
+    hang_up.push_async_callback(_quietly, chunks.aclose)
+    parser = SseParser(max_event=limits.event_bytes)
+    loop = asyncio.get_running_loop()
+    # Idle means nothing of the answer: keep-alive comments, pings and empty chunks
+    # do not keep a silent server's answer open past the read timeout.
+    idle_until = loop.time() + connection.read_timeout
+    while not reader.ended:
         try:
-            response = await client.send(
-                client.build_request("POST", url, headers=request.headers, content=request.body),
-                stream=True,
-            )
-        except httpx.HTTPError as exc:
-            yield Failure(transport_failure(exc, connection, where, request.secret))
+            async with asyncio.timeout_at(idle_until):
+                chunk = await anext(chunks)
+            events = [event for piece in body.feed(chunk) for event in parser.feed(piece)]
+        except StopAsyncIteration:
+            break
+        except (TimeoutError, httpx.HTTPError, BodyTooLarge, EventTooLong, UnknownEncoding) as e:
+            # After the items already yielded: the caller knows what was shown.
+            yield Failure(_broken(e, connection, where, attempt.secret))
             return
-        hang_up.push_async_callback(_quietly, response.aclose)
-        if not response.is_success:
-            yield Failure(
-                await status_failure(response, secret=request.secret, key_env=request.key_env)
-            )
-            return
-        kind = response.headers.get("content-type", "").split(";")[0].strip().lower()
-        if kind == "application/json":
-            # A whole JSON answer where a stream was asked for: the server ignored
-            # "stream": true, and reading it as events would only say "malformed".
-            yield Failure(
-                MalformedStream(
-                    f"{where} answered with one JSON document, not an event stream: "
-                    "the server does not stream this endpoint"
+        taken = reader.buffered
+        items = _read(reader, events, attempt.secret)
+        if reader.buffered != taken or any(_is_answer(item) for item in items):
+            idle_until = loop.time() + connection.read_timeout
+        for item in items:
+            yield item
+    if not reader.ended:
+        for item in _at_end_of_body(reader, parser, response, whole, where, attempt.secret):
+            yield item
+
+
+def _broken(
+    problem: Exception, connection: Connection, where: str, secret: str | None
+) -> ModelError:
+    """What a failure while the answer streamed means: a silence past the read timeout,
+    a broken connection, or a body past its limits."""
+    match problem:
+        case TimeoutError():
+            silence = f"nothing of the answer from {where} for {connection.read_timeout:g} s"
+            return TransportError("timeout", silence)
+        case httpx.HTTPError():
+            return transport_failure(problem, connection, where, secret)
+        case BodyTooLarge() | EventTooLong() | UnknownEncoding():
+            return _past_limit(problem, where, connection.limits)
+    raise TypeError(problem)  # pragma: no cover - only the exceptions caught above
+
+
+def _at_end_of_body(
+    reader: EventReader,
+    parser: SseParser,
+    response: httpx.Response,
+    whole: bool,
+    where: str,
+    secret: str | None,
+) -> list[StreamItem]:
+    """The body ended before the protocol's last event: what the parser still held,
+    then the end the reader makes of it, or a cut connection."""
+    items = _read(reader, parser.finish(), secret)
+    if reader.ended:
+        return items
+    ending = reader.end_of_body()
+    if not whole and _closed_early(response, ending):
+        # A body that ends when the connection does: the peer hung up before the
+        # answer's end, as a reset would have (retried).
+        ending = [
+            Failure(
+                TransportError(
+                    "connection_closed",
+                    f"{where} closed the connection before the answer ended",
                 )
             )
-            return
-        limits = connection.limits
-        # A body a lent transport gave whole is already read, and decoded by httpx.
-        whole = response.is_stream_consumed
-        encoding = "" if whole else response.headers.get("content-encoding", "")
-        try:
-            body = BoundedBody(encoding, limits.answer_bytes)
-        except UnknownEncoding:
-            yield Failure(MalformedStream(f"{where} sent a body encoded as {encoding!r}"))
-            return
-        chunks = cast(
-            AsyncGenerator[bytes, None], _once(response.content) if whole else response.aiter_raw()
-        )
-        hang_up.push_async_callback(_quietly, chunks.aclose)
-        parser = SseParser(max_event=limits.event_bytes)
-        loop = asyncio.get_running_loop()
-        # Idle means nothing of the answer: keep-alive comments, pings and empty chunks
-        # do not keep a silent server's answer open past the read timeout.
-        idle_until = loop.time() + connection.read_timeout
-        while not reader.ended:
-            try:
-                async with asyncio.timeout_at(idle_until):
-                    chunk = await anext(chunks)
-                events = [event for piece in body.feed(chunk) for event in parser.feed(piece)]
-            except StopAsyncIteration:
-                break
-            except TimeoutError:
-                silence = f"nothing of the answer from {where} for {connection.read_timeout:g} s"
-                yield Failure(TransportError("timeout", silence))
-                return
-            except httpx.HTTPError as exc:
-                # After the items already yielded: the caller knows what was shown.
-                yield Failure(transport_failure(exc, connection, where, request.secret))
-                return
-            except (BodyTooLarge, EventTooLong, UnknownEncoding) as too_much:
-                yield Failure(_past_limit(too_much, where, limits))
-                return
-            taken = reader.buffered
-            items = _read(reader, events, request.secret)
-            if reader.buffered != taken or any(_is_answer(item) for item in items):
-                idle_until = loop.time() + connection.read_timeout
-            for item in items:
-                yield item
-        if not reader.ended:
-            items = _read(reader, parser.finish(), request.secret)
-            if not reader.ended:
-                ending = reader.end_of_body()
-                if not whole and _closed_early(response, ending):
-                    # A body that ends when the connection does: the peer hung up
-                    # before the answer's end, as a reset would have (retried).
-                    ending = [
-                        Failure(
-                            TransportError(
-                                "connection_closed",
-                                f"{where} closed the connection before the answer ended",
-                            )
-                        )
-                    ]
-                items.extend(ending)
-            for item in items:
-                yield item
+        ]
+    return [*items, *ending]
 
 
 def _closed_early(response: httpx.Response, ending: list[StreamItem]) -> bool:

@@ -19,8 +19,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from treadle.adapters.http_model.endpoint import HttpModel, ModelOptions
-from treadle.adapters.http_model.exchange import EventReader
+from treadle.adapters.http_model.endpoint import OPENAI_BASE_URL, ModelOptions, OpenAIModel
+from treadle.adapters.http_model.exchange import Post
 from treadle.adapters.http_model.openai_chat_reader import OpenAIChatReader
 from treadle.adapters.http_model.payload import decode
 from treadle.adapters.http_model.wire_forms import WireBytes, encoded, encoded_body
@@ -28,25 +28,16 @@ from treadle.domain.rules.arguments import sendable_arguments
 from treadle.domain.values.conversation import Message
 from treadle.domain.values.model import ModelRequest, ToolSpec
 
-OPENAI_BASE_URL = "https://api.openai.com/v1"
+__all__ = ["OPENAI_BASE_URL", "OpenAIChatModel", "chat_messages", "chat_request_body"]
 CONTINUE_PROMPT = "Continue exactly where your answer stopped; do not repeat anything."
 
 
-class OpenAIChatModel(HttpModel):
+class OpenAIChatModel(OpenAIModel):
     """Chat Completions: OpenAI itself, or any server that speaks it (no key needed)."""
-
-    HOSTED_URL = OPENAI_BASE_URL
-    KEY_ENV = "OPENAI_API_KEY"
-
-    def key_headers(self, key: str | None) -> dict[str, str]:
-        return {"authorization": f"Bearer {key}"} if key is not None else {}
 
     _forms: dict[bool, WireBytes] | None = None
 
-    def protocol(
-        self, request: ModelRequest, key: str | None
-    ) -> tuple[str, dict[str, str], bytes, EventReader]:
-        headers = self.key_headers(key)
+    def protocol(self, request: ModelRequest, key: str | None) -> Post:
         echo = self.options.reasoning_echo and not self.hosted
         if self._forms is None:
             self._forms = {}
@@ -56,9 +47,9 @@ class OpenAIChatModel(HttpModel):
         head, tail = _around(request)
         items = [*map(encoded, head), *forms.items(request.messages), *map(encoded, tail)]
         body = _body(request, [], self.model, self.hosted, self.options)
-        return (
+        return Post(
             "/chat/completions",
-            headers,
+            self.key_headers(key),
             encoded_body(body, "messages", items),
             OpenAIChatReader(),
         )

@@ -19,9 +19,9 @@ import re
 from typing import Any
 
 from treadle.adapters.http_model.assistant_parts import assistant_parts
-from treadle.adapters.http_model.endpoint import HttpModel, ModelOptions
-from treadle.adapters.http_model.exchange import EventReader
-from treadle.adapters.http_model.openai_chat import CONTINUE_PROMPT, OPENAI_BASE_URL
+from treadle.adapters.http_model.endpoint import ModelOptions, OpenAIModel
+from treadle.adapters.http_model.exchange import Post
+from treadle.adapters.http_model.openai_chat import CONTINUE_PROMPT
 from treadle.adapters.http_model.openai_responses_reader import OpenAIResponsesReader
 from treadle.adapters.http_model.payload import decode
 from treadle.adapters.http_model.wire_forms import WireBytes, encoded, encoded_body
@@ -34,29 +34,20 @@ from treadle.domain.values.model import ModelRequest, ToolSpec
 REASONING_MODELS = re.compile(r"(?:^|/)(?:o\d|gpt-5(?!-chat)|gpt-oss|codex)", re.IGNORECASE)
 
 
-class OpenAIResponsesModel(HttpModel):
+class OpenAIResponsesModel(OpenAIModel):
     """Responses: OpenAI itself, or any server that speaks it (no key needed)."""
-
-    HOSTED_URL = OPENAI_BASE_URL
-    KEY_ENV = "OPENAI_API_KEY"
-
-    def key_headers(self, key: str | None) -> dict[str, str]:
-        return {"authorization": f"Bearer {key}"} if key is not None else {}
 
     _forms: WireBytes | None = None
 
-    def protocol(
-        self, request: ModelRequest, key: str | None
-    ) -> tuple[str, dict[str, str], bytes, EventReader]:
-        headers = self.key_headers(key)
+    def protocol(self, request: ModelRequest, key: str | None) -> Post:
         if self._forms is None:
             # A message is none, one or several items: its form is their JSON, joined.
             self._forms = WireBytes(lambda message: b", ".join(map(encoded, _items(message))))
         items = [*self._forms.items(request.messages), *map(encoded, _continued(request))]
         body = _body(request, [], self.model, self.hosted, self.options)
-        return (
+        return Post(
             "/responses",
-            headers,
+            self.key_headers(key),
             encoded_body(body, "input", filter(None, items)),
             OpenAIResponsesReader(),
         )

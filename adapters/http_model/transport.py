@@ -1,5 +1,6 @@
-"""The HTTP side both adapters share: a fresh connection per attempt, what a failed
-connection means, and reading an error answer without ever handing back the key.
+"""The HTTP side every protocol shares: how an attempt connects (its timeouts and
+limits), what a failed connection means, and reading an error answer without ever
+handing back the key. The attempt itself, on a new connection, is :mod:`.exchange`'s.
 
 Example::
 
@@ -11,10 +12,8 @@ from __future__ import annotations
 
 import dataclasses
 import errno
-import functools
 import json
 import re
-import ssl
 from dataclasses import dataclass
 
 import httpx
@@ -79,54 +78,6 @@ def checked_base_url(base_url: str) -> str:
     if url.scheme not in ("http", "https") or not url.host:
         raise ValueError(f"base URL must be http:// or https://, got {base_url!r}")
     return base_url.rstrip("/")
-
-
-def open_client(connection: Connection, url: httpx.URL) -> httpx.AsyncClient:
-    """A client of its own for one attempt, so the attempt opens a new TCP connection.
-
-    A pooled connection could be the very one that just failed; the seed asks for a
-    fresh one every time. No keep-alive either, so nothing outlives the attempt.
-    """
-    timeout = httpx.Timeout(connection.read_timeout, connect=connection.connect_timeout)
-    if connection.transport is not None:
-        return httpx.AsyncClient(
-            transport=_BorrowedTransport(connection.transport), timeout=timeout
-        )
-    return httpx.AsyncClient(
-        timeout=timeout,
-        verify=ssl_context_for(url),
-        limits=httpx.Limits(max_keepalive_connections=0),
-    )
-
-
-def ssl_context_for(url: httpx.URL) -> ssl.SSLContext:
-    """The TLS settings for ``url``: the CA bundle for https://, none needed for http://."""
-    return _tls_context() if url.scheme == "https" else _plain_context()
-
-
-@functools.cache
-def _tls_context() -> ssl.SSLContext:
-    # Loading the CA bundle takes milliseconds; share the context, never the connection.
-    return httpx.create_ssl_context()
-
-
-@functools.cache
-def _plain_context() -> ssl.SSLContext:
-    """For a server at http://, which never needs TLS: loading the CA bundle there
-    would cost a fifth of a local session's start. It still verifies, against no
-    authority at all, so it could never accept a certificate."""
-    return ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
-
-
-class _BorrowedTransport(httpx.AsyncBaseTransport):
-    def __init__(self, inner: httpx.AsyncBaseTransport) -> None:
-        self._inner = inner
-
-    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        return await self._inner.handle_async_request(request)
-
-    async def aclose(self) -> None:
-        """Left to the lender: closing it here would break its next attempt."""
 
 
 def transport_failure(

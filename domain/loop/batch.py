@@ -37,7 +37,7 @@ from treadle.domain.rules.batch import (
     progress,
     step,
 )
-from treadle.domain.values.batch import Progress, TaskResult, TurnOrder
+from treadle.domain.values.batch import Progress, TaskOutcome, TaskResult, TurnOrder
 from treadle.ports.batch import BatchScreen, ResultsLog, TurnEngine
 from treadle.ports.clock import Clock
 
@@ -151,7 +151,7 @@ class BatchRun:
             log.exception("the engine failed on turn %s", order.id)
             result = TaskResult(
                 order.id,
-                "failed",
+                TaskOutcome.FAILED,
                 detail=f"InternalError: {type(error).__name__}: {error}",
                 session=order.session,
                 transcript=order.transcript,

@@ -26,7 +26,7 @@ import enum
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
-from treadle.domain.values.batch import Progress, TaskResult, TurnOrder
+from treadle.domain.values.batch import Progress, TaskOutcome, TaskResult, TurnOrder
 from treadle.domain.values.outcome import EXIT_CODES, OutcomeKind
 
 
@@ -173,7 +173,7 @@ def _stop(batch: Batch) -> tuple[Batch, tuple[BatchAction, ...]]:
     never = tuple(
         TaskResult(
             order.id,
-            "not started",
+            TaskOutcome.NOT_STARTED,
             detail=NOT_STARTED_DETAIL,
             # A continued session stays named, so that a rerun goes on with it.
             session=order.session if order.resuming else "",
@@ -224,7 +224,7 @@ def progress(batch: Batch, now: float) -> Progress:
     (1, 1, 15.0)
     """
     elapsed = max(0.0, now - batch.started_at) if batch.phase is not Phase.WAITING else 0.0
-    ended = sum(1 for result in batch.results if result.outcome != "not started")
+    ended = sum(1 for result in batch.results if result.outcome is not TaskOutcome.NOT_STARTED)
     left: float | None = None
     if ended and elapsed > 0 and batch.phase is Phase.RUNNING:
         left = (len(batch.queue) + len(batch.running) / 2) * elapsed / ended

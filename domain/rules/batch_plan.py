@@ -19,11 +19,11 @@ from dataclasses import dataclass
 
 from returns.result import Failure, Result, Success
 
-from treadle.domain.values.batch import TURN_FLAGS, BatchTask, Flags, TurnOrder
+from treadle.domain.values.batch import TURN_FLAGS, BatchTask, Flags, TaskOutcome, TurnOrder
 
 FIELDS = ("id", "task", "workspace", "model", "resume", *TURN_FLAGS)
 OPTIONAL = ("workspace", "model", "resume")
-CONTINUED = ("paused", "lost")
+CONTINUED = (TaskOutcome.PAUSED, TaskOutcome.LOST)
 """Outcomes whose session a rerun continues: the turn was cut short from outside."""
 
 
@@ -216,12 +216,13 @@ def plan_batch(
     skipped: list[str] = []
     for task in tasks:
         before = {} if redo else previous.get(task.id, {})
-        if before.get("outcome") == "finished":
+        outcome = TaskOutcome.read(before.get("outcome"))
+        if outcome is TaskOutcome.FINISHED:
             skipped.append(task.id)
             continue
         session = before.get("session")
-        cut_short = before.get("outcome") in CONTINUED
-        waiting_to_go_on = before.get("outcome") == "not started" and session != task.resume
+        cut_short = outcome in CONTINUED
+        waiting_to_go_on = outcome is TaskOutcome.NOT_STARTED and session != task.resume
         if isinstance(session, str) and session and (cut_short or waiting_to_go_on):
             orders.append(_order(task, defaults, session, "", True, transcript_of))
         elif task.resume:

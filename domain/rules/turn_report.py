@@ -9,25 +9,36 @@ code, the contract, never by its text: :func:`judge_turn`. Example::
     ...                      ' "usage": {"input_tokens": 9, "output_tokens": 3},'
     ...                      ' "exit_code": 0, "line": "Turn finished"}'])
     >>> tally.requests, dict(tally.tokens), judge_turn(ProcessEnd(0), tally)
-    (2, {'input': 9, 'output': 3}, ('finished', 'Turn finished'))
+    (2, {'input': 9, 'output': 3}, (<TaskOutcome.FINISHED: 'finished'>, 'Turn finished'))
 """
 
 from __future__ import annotations
 
+import enum
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 
 from treadle.domain.values.batch import TaskOutcome
+from treadle.domain.values.outcome import EXIT_CODES
 
 OUTCOME_BY_EXIT: dict[int, TaskOutcome] = {
-    0: "finished",
-    1: "failed",
-    3: "blocked",
-    4: "waiting",
-    130: "paused",
+    code: TaskOutcome.of_turn(kind) for kind, code in EXIT_CODES.items()
 }
-"""The exit codes of a turn (README: how a turn ends) and the outcome each says."""
+"""The exit codes of a turn (the one table, :data:`EXIT_CODES`) and the outcome each says."""
+
+
+class Counted(enum.Enum):
+    """The records of a turn its tally reads, by their ``type`` (the event's name, as
+    the transcript and ``--json`` write it); every other record is passed over."""
+
+    TURN_STARTED = "turn_started"
+    REQUEST_SENT = "request_sent"
+    USAGE_UPDATED = "usage_updated"
+    TURN_ENDED = "turn_ended"
+
+
+_COUNTED: dict[str, Counted] = {kind.value: kind for kind in Counted}
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,19 +80,20 @@ def tally(so_far: TurnTally, record: Mapping[str, object]) -> TurnTally:
     every turn of its session, and only the last one is this batch's."""
     if record.get("agent", ""):
         return so_far
-    match record.get("type"):
-        case "turn_started":
+    kind = record.get("type")
+    match _COUNTED.get(kind) if isinstance(kind, str) else None:
+        case Counted.TURN_STARTED:
             return TurnTally()
-        case "request_sent":  # counted until the turn's own count comes
+        case Counted.REQUEST_SENT:  # counted until the turn's own count comes
             return replace(so_far, requests=so_far.requests + 1)
-        case "usage_updated":
+        case Counted.USAGE_UPDATED:
             requests = record.get("requests")
             return replace(
                 so_far,
                 tokens=tokens_by_kind(record.get("turn")) or so_far.tokens,
                 requests=requests if isinstance(requests, int) else so_far.requests,
             )
-        case "turn_ended":
+        case Counted.TURN_ENDED:
             outcome = record.get("outcome")
             outcome = outcome if isinstance(outcome, Mapping) else {}
             requests = record.get("requests")
@@ -135,26 +147,26 @@ def judge_turn(
 ) -> tuple[TaskOutcome, str]:
     """The outcome of a turn and its detail.
 
-    The exit code decides (0 finished, 1 failed, 3 blocked, 4 waiting, 130 paused); the
-    detail is what the turn said (its last line), else ``error_line``, the last line it
+    The exit code decides (0 finished, 1 failed, 3 blocked, 4 waiting for input, 130
+    paused); the detail is what the turn said (its last line), else ``error_line``, the last line it
     wrote on stderr (treadle refusing to start: a busy session, a bad flag). A turn
     killed after the batch asked it to pause (it took too long, or a second Ctrl-C) is
     paused all the same (its session continues with ``treadle --resume``); killed
     otherwise, it is lost.
 
     >>> judge_turn(ProcessEnd(None, "SIGKILL"), TurnTally(requests=3))
-    ('lost', 'killed by SIGKILL; its transcript kept 3 requests')
+    (<TaskOutcome.LOST: 'lost'>, 'killed by SIGKILL; its transcript kept 3 requests')
     """
     if end.exit_code is not None:
         outcome = OUTCOME_BY_EXIT.get(end.exit_code)
         if outcome is not None:
             return outcome, said.said or error_line
         detail = f"treadle exited with {end.exit_code}"
-        return "failed", f"{detail}: {error_line}" if error_line else detail
+        return TaskOutcome.FAILED, f"{detail}: {error_line}" if error_line else detail
     kept = f"its transcript kept {_requests(said.requests)}"
     if pause_asked:
-        return "paused", f"killed by {end.signal} before it paused; {kept}"
-    return "lost", f"killed by {end.signal}; {kept}"
+        return TaskOutcome.PAUSED, f"killed by {end.signal} before it paused; {kept}"
+    return TaskOutcome.LOST, f"killed by {end.signal}; {kept}"
 
 
 def _requests(count: int) -> str:

@@ -7,25 +7,56 @@ comes back of each is a :class:`TaskResult`, whatever the engine that ran it.
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Final, Literal
+from typing import Final
 
-TaskOutcome = Literal["finished", "failed", "blocked", "waiting", "paused", "lost", "not started"]
-"""How a task of a batch ended. The first five are the turn's own outcomes (its exit code
-said so); ``lost``: the turn's process went away without ending its turn (its worker
-died, or something killed it), so only its transcript says what it did; ``not started``:
-the batch was stopped before the turn began."""
+from treadle.domain.values.outcome import OutcomeKind
 
-OUTCOMES: Final[tuple[TaskOutcome, ...]] = (
-    "finished",
-    "failed",
-    "blocked",
-    "waiting",
-    "paused",
-    "lost",
-    "not started",
-)
+
+class TaskOutcome(enum.Enum):
+    """How a task of a batch ended: the turn's own outcomes (its exit code said so),
+    spelt as the turn spells them (:class:`OutcomeKind`), and two of the batch's own.
+    ``LOST``: the turn's process went away without ending its turn (its worker died, or
+    something killed it), so only its transcript says what it did; ``NOT_STARTED``: the
+    batch was stopped before the turn began.
+
+    >>> TaskOutcome.of_turn(OutcomeKind.WAITING)
+    <TaskOutcome.WAITING: 'waiting for input'>
+    >>> TaskOutcome.read("waiting")  # as older RESULTS files spelt it
+    <TaskOutcome.WAITING: 'waiting for input'>
+    """
+
+    FINISHED = OutcomeKind.FINISHED.value
+    FAILED = OutcomeKind.FAILED.value
+    BLOCKED = OutcomeKind.BLOCKED.value
+    WAITING = OutcomeKind.WAITING.value
+    PAUSED = OutcomeKind.PAUSED.value
+    LOST = "lost"
+    NOT_STARTED = "not started"
+
+    @classmethod
+    def of_turn(cls, kind: OutcomeKind) -> TaskOutcome:
+        """The task's outcome for a turn that ended by itself as ``kind``."""
+        return cls(kind.value)
+
+    @classmethod
+    def read(cls, text: object) -> TaskOutcome | None:
+        """The outcome a RESULTS line names, in today's spelling or an older one; None
+        for a line that names none (edited by hand, or torn)."""
+        if not isinstance(text, str):
+            return None
+        text = OLD_SPELLINGS.get(text, text)
+        return _BY_VALUE.get(text)
+
+
+OLD_SPELLINGS: Final[Mapping[str, str]] = {"waiting": OutcomeKind.WAITING.value}
+"""Outcomes RESULTS files once spelt otherwise than the turn does, and today's name."""
+_BY_VALUE: Final[Mapping[str, TaskOutcome]] = {outcome.value: outcome for outcome in TaskOutcome}
+
+OUTCOMES: Final[tuple[TaskOutcome, ...]] = tuple(TaskOutcome)
+"""Every outcome, in the order the batch's closing counts name them."""
 
 
 TURN_FLAGS: Final[tuple[str, ...]] = (
@@ -107,7 +138,7 @@ class TaskResult:
 
     @property
     def finished(self) -> bool:
-        return self.outcome == "finished"
+        return self.outcome is TaskOutcome.FINISHED
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,7 +16,7 @@ from treadle.adapters.fakes.batch import (
 )
 from treadle.domain.loop.batch import PROGRESS_INTERVAL, BatchPorts, BatchRun
 from treadle.domain.rules.batch import start_batch
-from treadle.domain.values.batch import TaskResult, TurnOrder
+from treadle.domain.values.batch import TaskOutcome, TaskResult, TurnOrder
 
 
 def orders(count: int) -> list[TurnOrder]:
@@ -33,7 +33,7 @@ class Rig:
         self.run = BatchRun(start_batch(orders(count), workers=workers), ports)
 
     def outcomes(self) -> dict[str, str]:
-        return {result.id: result.outcome for result in self.results.written}
+        return {result.id: result.outcome.value for result in self.results.written}
 
 
 async def test_twenty_turns_on_two_workers_take_ten_turn_lengths_and_never_more_than_two_run():
@@ -56,7 +56,7 @@ async def test_each_result_is_written_when_its_turn_ends_not_at_the_end():
 
 
 async def test_a_turn_that_fails_makes_the_batch_exit_1_and_the_others_go_on():
-    rig = Rig({"t01": FakeTurn("failed")}, count=4)
+    rig = Rig({"t01": FakeTurn(TaskOutcome.FAILED)}, count=4)
     assert await rig.run.run() == Success(1)
     assert rig.outcomes() == {
         "t00": "finished",
@@ -113,7 +113,8 @@ async def test_a_second_ctrl_c_kills_turns_that_do_not_pause():
     rig.run.kill()
     assert await job == Success(130)
     assert rig.engine.killed_asked == 1
-    assert [r.detail for r in rig.results.written if r.outcome == "paused"] == ["killed"] * 2
+    paused = [r.detail for r in rig.results.written if r.outcome is TaskOutcome.PAUSED]
+    assert paused == ["killed"] * 2
 
 
 async def test_an_engine_that_cannot_start_runs_nothing_and_says_why():

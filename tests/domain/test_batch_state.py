@@ -22,7 +22,7 @@ from treadle.domain.rules.batch import (
     start_batch,
     step,
 )
-from treadle.domain.values.batch import TaskResult, TurnOrder
+from treadle.domain.values.batch import TaskOutcome, TaskResult, TurnOrder
 
 
 def orders(*names: str) -> list[TurnOrder]:
@@ -37,14 +37,14 @@ def recorded(actions) -> list[tuple[str, str]]:
     found: list[tuple[str, str]] = []
     for action in actions:
         if isinstance(action, RecordResult):
-            found.append((action.result.id, action.result.outcome))
+            found.append((action.result.id, action.result.outcome.value))
         elif isinstance(action, RecordNotStarted):
-            found += [(result.id, result.outcome) for result in action.results]
+            found += [(result.id, result.outcome.value) for result in action.results]
     return found
 
 
 def ended(name: str, outcome: str = "finished") -> TurnEnded:
-    return TurnEnded(TaskResult(name, outcome))  # type: ignore[arg-type]
+    return TurnEnded(TaskResult(name, TaskOutcome(outcome)))
 
 
 def test_at_most_workers_turns_start_in_tasks_order_and_each_end_starts_the_next():
@@ -161,5 +161,5 @@ def test_a_waiting_batch_has_no_elapsed_time_and_a_done_one_nothing_left():
 
 
 def test_the_exit_code_of_a_stopped_batch_is_130_even_if_every_turn_finished():
-    batch = Batch(1, (), results=(TaskResult("a", "finished"),), stop_asked=True)
+    batch = Batch(1, (), results=(TaskResult("a", TaskOutcome.FINISHED),), stop_asked=True)
     assert exit_code(batch) == 130

@@ -14,6 +14,7 @@ from treadle.domain.rules.turn_report import (
     tally_lines,
     tokens_by_kind,
 )
+from treadle.domain.values.batch import TaskOutcome
 
 
 def event(kind: str, agent: str = "", **fields: object) -> dict[str, object]:
@@ -76,32 +77,32 @@ def test_every_kind_of_tokens_is_kept_and_nothing_else():
 
 @pytest.mark.parametrize(
     ("code", "outcome"),
-    [(0, "finished"), (1, "failed"), (3, "blocked"), (4, "waiting"), (130, "paused")],
+    [(0, "finished"), (1, "failed"), (3, "blocked"), (4, "waiting for input"), (130, "paused")],
 )
 def test_the_exit_code_decides_the_outcome_and_the_line_is_the_detail(code, outcome):
     said = TurnTally(line="the line")
-    assert judge_turn(ProcessEnd(code), said) == (outcome, "the line")
+    assert judge_turn(ProcessEnd(code), said) == (TaskOutcome(outcome), "the line")
 
 
 def test_a_turn_that_refused_to_start_is_failed_with_its_error_line():
     assert judge_turn(ProcessEnd(2), TurnTally(), error_line="treadle: session busy") == (
-        "failed",
+        TaskOutcome.FAILED,
         "treadle exited with 2: treadle: session busy",
     )
     assert judge_turn(ProcessEnd(1), TurnTally(), error_line="Traceback…") == (
-        "failed",
+        TaskOutcome.FAILED,
         "Traceback…",
     )
 
 
 def test_a_turn_killed_from_outside_is_lost_with_what_it_had_done():
     assert judge_turn(ProcessEnd(None, "SIGKILL"), TurnTally(requests=1)) == (
-        "lost",
+        TaskOutcome.LOST,
         "killed by SIGKILL; its transcript kept 1 request",
     )
 
 
 def test_a_turn_killed_after_the_batch_asked_it_to_pause_is_paused_all_the_same():
     outcome, detail = judge_turn(ProcessEnd(None, "SIGKILL"), TurnTally(), pause_asked=True)
-    assert outcome == "paused"
+    assert outcome is TaskOutcome.PAUSED
     assert detail == "killed by SIGKILL before it paused; its transcript kept 0 requests"

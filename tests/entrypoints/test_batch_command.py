@@ -13,6 +13,7 @@ import pytest
 from tests.batch_support import quick_turn_script, rows, write_tasks
 from treadle.adapters.fakes import FakeClock
 from treadle.adapters.fakes.batch import FakeEngine, FakeTurn
+from treadle.domain.values.batch import TaskOutcome
 from treadle.entrypoints.batch import build_parser, default_results, drive, prepare, turn_settings
 from treadle.entrypoints.batch_wiring import BatchOptions
 from treadle.entrypoints.cli import main
@@ -154,7 +155,7 @@ async def test_the_container_s_engine_runs_the_plan_and_results_are_written(tmp_
     options, plan = plan_for(str(tasks), "--workers", "3")
     container = Container()
     clock = FakeClock()
-    engine = FakeEngine(clock, {"t1": FakeTurn("blocked")})
+    engine = FakeEngine(clock, {"t1": FakeTurn(TaskOutcome.BLOCKED)})
     container.batch_options.override(providers.Object(options))
     container.clock.override(providers.Object(clock))
     container.turn_engine.override(providers.Object(engine))
@@ -246,7 +247,7 @@ def test_the_readme_s_results_example_has_the_fields_results_get():
     from treadle.domain.values.batch import TaskResult
 
     (line,) = readme_block("**RESULTS** gets one JSON line")
-    assert list(json.loads(line)) == list(result_record(TaskResult("a", "finished")))
+    assert list(json.loads(line)) == list(result_record(TaskResult("a", TaskOutcome.FINISHED)))
 
 
 def test_a_task_line_sets_its_own_limits_over_the_batch_s(tmp_path):

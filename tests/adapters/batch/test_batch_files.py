@@ -17,11 +17,11 @@ from treadle.adapters.batch.screen import (
     result_line,
     summary_lines,
 )
-from treadle.domain.values.batch import Progress, TaskResult
+from treadle.domain.values.batch import Progress, TaskOutcome, TaskResult
 
 FINISHED = TaskResult(
     "fix-1",
-    "finished",
+    TaskOutcome.FINISHED,
     0,
     "Turn finished",
     "/s/t.jsonl",
@@ -31,7 +31,9 @@ FINISHED = TaskResult(
     41.25,
     "local:1",
 )
-FAILED = TaskResult("fix-2", "failed", 1, "Turn failed: HttpError: \x1b[31m500\x1b[0m", seconds=2.0)
+FAILED = TaskResult(
+    "fix-2", TaskOutcome.FAILED, 1, "Turn failed: HttpError: \x1b[31m500\x1b[0m", seconds=2.0
+)
 FIGURES = Progress(
     total=20, ended=7, running=2, queued=11, failed=1, skipped=3, elapsed=12.4, left=20.0
 )
@@ -70,7 +72,7 @@ def test_a_result_line_has_every_field_in_order_and_is_on_disk_at_once(tmp_path:
 def test_a_turn_that_reported_no_tokens_counts_every_kind_at_zero(tmp_path: Path):
     path = tmp_path / "results.jsonl"
     with closing(ResultsFile(path)) as results:
-        results.write(replace(FINISHED, outcome="not started", tokens={}, requests=0))
+        results.write(replace(FINISHED, outcome=TaskOutcome.NOT_STARTED, tokens={}, requests=0))
     line = json.loads(path.read_text())
     assert line["tokens"] == dict.fromkeys(
         ["input", "output", "cache_read", "cache_write", "reasoning"], 0

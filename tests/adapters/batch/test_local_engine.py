@@ -29,7 +29,7 @@ from treadle.adapters.batch.local import LocalEngine
 from treadle.adapters.batch.turn_process import StopTimes, TurnSignals, WarmTurns, run_turn
 from treadle.adapters.system_clock import SystemClock
 from treadle.domain.loop.batch import BatchRun
-from treadle.domain.values.batch import TaskResult, TurnOrder
+from treadle.domain.values.batch import TaskOutcome, TaskResult, TurnOrder
 
 pytestmark = [
     pytest.mark.slow,
@@ -128,14 +128,14 @@ async def test_a_turn_that_cannot_start_is_failed_and_says_why(place):
     result = await engine.run(missing)
     await engine.close()
     assert isinstance(result, TaskResult)
-    assert result.outcome == "failed" and "could not start treadle in" in result.detail
+    assert result.outcome is TaskOutcome.FAILED and "could not start treadle in" in result.detail
 
 
 async def test_a_turn_that_treadle_refuses_is_failed_with_treadle_s_own_line(place, tmp_path):
     engine = LocalEngine(SystemClock(), workers=1)
     result = await engine.run(place.order("x", model="nonsense:model:x"))
     await engine.close()
-    assert (result.outcome, result.exit_code) == ("failed", 2)
+    assert (result.outcome, result.exit_code) == (TaskOutcome.FAILED, 2)
     assert result.detail.startswith("treadle exited with 2: treadle: flag --model")
 
 
@@ -147,7 +147,7 @@ async def test_what_a_turn_left_outside_its_group_is_killed_when_the_turn_ends(p
     leaver.chmod(0o755)
     engine = LocalEngine(SystemClock(), workers=1, python=str(leaver))
     result = await engine.run(place.order("x", model="demo"))
-    assert (result.outcome, result.exit_code) == ("finished", 0)
+    assert (result.outcome, result.exit_code) == (TaskOutcome.FINISHED, 0)
     left = int((tmp_path / "left.pid").read_text())
     assert not is_running(left)
 
@@ -160,7 +160,7 @@ async def test_a_turn_that_needs_a_yes_nobody_can_give_is_reported_blocked(place
     engine = LocalEngine(SystemClock(), workers=1)
     result = await engine.run(replace(order, approval="ask"))
     await engine.close()
-    assert (result.outcome, result.exit_code) == ("blocked", 3)
+    assert (result.outcome, result.exit_code) == (TaskOutcome.BLOCKED, 3)
     assert result.detail.startswith("Turn blocked:")
     assert not (place.work / "made-it").exists()
 
@@ -179,7 +179,7 @@ async def test_a_turn_process_started_ahead_runs_the_turn_it_is_given_later(plac
     signals = TurnSignals.new()
     clock = SystemClock()
     result = await run_turn(first, worker="local:1", clock=clock, signals=signals, warm=warm)
-    assert (result.outcome, result.exit_code, result.requests) == ("finished", 0, 1)
+    assert (result.outcome, result.exit_code, result.requests) == (TaskOutcome.FINISHED, 0, 1)
     assert transcript_kept(rows_of(result))
     assert not is_running(ahead)  # it ran that turn and ended with it
     assert len(waiting_pids(warm)) == 1  # and the next one waits already
@@ -208,7 +208,7 @@ async def test_a_stop_signal_that_came_while_it_waited_makes_its_turn_pause(plac
     signals = TurnSignals.new()
     clock = SystemClock()
     result = await run_turn(order, worker="local:1", clock=clock, signals=signals, warm=warm)
-    assert (result.outcome, result.exit_code) == ("paused", 130)
+    assert (result.outcome, result.exit_code) == (TaskOutcome.PAUSED, 130)
     warm.close()
 
 

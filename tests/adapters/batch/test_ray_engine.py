@@ -35,6 +35,7 @@ from treadle.adapters.batch.ray_instance import (
     RayCluster,
 )
 from treadle.adapters.system_clock import SystemClock
+from treadle.domain.values.batch import TaskOutcome
 
 pytestmark = [
     pytest.mark.slow,
@@ -96,7 +97,7 @@ async def test_a_force_cancelled_ray_task_leaves_nothing_of_its_turn_running(
     await wait_for(lambda: len(setsid_pids(place.root)) == 1)
     engine.kill()
     result = await job
-    assert result.outcome == "paused"
+    assert result.outcome is TaskOutcome.PAUSED
     assert result.detail.startswith("its Ray worker was killed before the turn paused")
     assert nothing_left(place.state)
     await engine.close()

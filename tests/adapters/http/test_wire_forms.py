@@ -125,7 +125,7 @@ def test_a_body_joined_from_kept_messages_is_the_body_built_from_scratch(
         if not history:
             history.append(Message.user(f"again {number}"))
         request = _request(rng, history)
-        sent = model.protocol(request, "k")[2]
+        sent = model.protocol(request, "k").body
         assert sent == _expected(model, request), f"request {number}"
 
 
@@ -135,7 +135,7 @@ def test_a_message_equal_to_one_sent_before_is_sent_the_same_though_not_the_same
     copy = [Message.user("go"), Message.tool("c1", "ok"), Message.user("more")]
     for history in (first, copy, first[:2], copy):
         request = ModelRequest("s", history, TOOLS, 100)
-        assert model.protocol(request, "k")[2] == _expected(model, request)
+        assert model.protocol(request, "k").body == _expected(model, request)
 
 
 def test_the_common_prefix_of_two_lists_is_found_by_halving() -> None:
