@@ -61,6 +61,8 @@ LAZY_IMPORTS: dict[tuple[str, str], str] = {
     ("batch", "treadle.adapters.session_log"): "the same",
     ("batch", "treadle.entrypoints.container"): "the same",
     ("batch", "treadle.entrypoints.injector"): "the same",
+    ("batch", "treadle.adapters.worktrees"): "git's worktrees only for batch --worktree",
+    ("batch", "treadle.entrypoints.worktrees"): "the same",
 }
 """Every function-level import of the entrypoints, with its reason."""
 

@@ -37,6 +37,7 @@ from treadle.domain.rules.batch_plan import (
 )
 from treadle.domain.rules.interrupts import CtrlC
 from treadle.domain.rules.keys import CTRL_C, LeaveNow, Mode, route
+from treadle.domain.rules.worktree import name_for
 from treadle.domain.values.batch import TURN_FLAGS, BatchTask, Flags, TurnOrder
 from treadle.entrypoints.batch_wiring import ENGINES, BatchOptions
 from treadle.entrypoints.config import ConfigError, check_value, load_config
@@ -192,7 +193,6 @@ def with_worktrees(orders: Sequence[TurnOrder], worktree_dir: str) -> tuple[Turn
     after the other: the turns then start in them side by side, and git is never asked
     to make two at once in one repository."""
     from treadle.adapters.worktrees import WorktreeError
-    from treadle.domain.rules.worktree import name_for
     from treadle.entrypoints.worktrees import repository_of
 
     placed: list[TurnOrder] = []
