@@ -37,7 +37,7 @@ import anyio
 import httpx2
 import mcp_types as mcp
 from mcp.client._transport import TransportStreams
-from mcp.client.session import ClientSession
+from mcp.client.session import ClientRequestContext, ClientSession
 from mcp.shared.exceptions import MCPError
 from pydantic import ValidationError
 from returns.result import Failure, Result, Success
@@ -46,11 +46,13 @@ from treadle import __version__
 from treadle.adapters.mcp.config import McpServerConfig
 from treadle.adapters.mcp.http import OVER_THE_LIMIT, MissingToken, http_transport
 from treadle.adapters.mcp.results import answer_of
+from treadle.adapters.mcp.server_requests import form_request, sampled, sampling_request
 from treadle.adapters.mcp.stdio import ServerProcess, stdio_transport
 from treadle.adapters.mcp.values import OVERSIZED, ListedTool, McpAnswer, McpCallFailure
 from treadle.adapters.mcp.wire import ToolListRepair, first_problem
 from treadle.adapters.process.tree import running_trees
 from treadle.domain.values.text import one_line
+from treadle.ports.tools import ToolContext
 
 log = logging.getLogger(__name__)
 
@@ -123,6 +125,10 @@ class McpConnection:
         self._finished = anyio.Event()
         self._background: set[asyncio.Future[Any]] = set()
         self._dropped = False
+        self._calling: list[ToolContext] = []
+        """The contexts of the calls running now, the latest last: a server's question
+        or request for a completion mid-call goes to the latest."""
+        self.protocol_version = ""
 
     @property
     def name(self) -> str:
@@ -189,10 +195,13 @@ class McpConnection:
                             write,
                             client_info=mcp.Implementation(name="treadle", version=__version__),
                             message_handler=self._on_message,
+                            elicitation_callback=self._on_elicitation,
+                            sampling_callback=self._on_sampling,
                         )
                     )
                     result = await session.initialize()
                     self.server_info = f"{result.server_info.name} {result.server_info.version}"
+                    self.protocol_version = str(result.protocol_version)
                     self._repair.version = result.protocol_version
                     self._phase = "tools/list"
                     self.tools, again = _once_each(await _listed_tools(session))
@@ -274,10 +283,17 @@ class McpConnection:
 
     # Calls ---------------------------------------------------------------------------
 
-    async def call(self, tool: str, arguments: dict[str, Any], timeout: float) -> CallResult:
+    async def call(
+        self,
+        tool: str,
+        arguments: dict[str, Any],
+        timeout: float,
+        context: ToolContext | None = None,
+    ) -> CallResult:
         """Run ``tools/call`` for the server's tool ``tool`` within ``timeout`` seconds.
 
         Cancelling the awaiting task stops the call (the server is told) and re-raises.
+        What the server asks meanwhile (a question, a completion) goes to ``context``.
         """
         session = self._session
         if session is None or self.state != "ready":
@@ -286,6 +302,8 @@ class McpConnection:
                 McpCallFailure("not_running", f"the MCP server {self.name} is not running ({why})")
             )
         inner = asyncio.ensure_future(self._call(session, tool, arguments, timeout))
+        if context is not None:
+            self._calling.append(context)
         try:
             return await asyncio.shield(inner)
         except asyncio.CancelledError:
@@ -293,6 +311,33 @@ class McpConnection:
                 inner.cancel()  # exactly once: see the module's docstring
                 self._keep(inner)
             raise
+        finally:
+            if context is not None:
+                self._calling.remove(context)
+
+    # What the server asks of treadle ------------------------------------------------
+
+    async def _on_elicitation(
+        self, context: ClientRequestContext, params: mcp.ElicitRequestParams
+    ) -> mcp.ElicitResult | mcp.ErrorData:
+        """A question for the person mid-call; outside a call, nobody is asked."""
+        calling = self._calling[-1] if self._calling else None
+        if calling is None:
+            return mcp.ElicitResult(action="decline")
+        answer = await calling.ask_form(form_request(self.name, params))
+        if answer.action != "accept" or isinstance(params, mcp.ElicitRequestURLParams):
+            return mcp.ElicitResult(action=answer.action)
+        return mcp.ElicitResult(action="accept", content=dict(answer.content))
+
+    async def _on_sampling(
+        self, context: ClientRequestContext, params: mcp.CreateMessageRequestParams
+    ) -> mcp.CreateMessageResult | mcp.CreateMessageResultWithTools | mcp.ErrorData:
+        """A completion from the session's model, mid-call, as the policy allows."""
+        calling = self._calling[-1] if self._calling else None
+        if calling is None:
+            return mcp.ErrorData(code=mcp.INVALID_REQUEST, message="no call is running")
+        reply = await calling.sample(sampling_request(self.name, params))
+        return sampled(reply)
 
     async def _call(
         self, session: ClientSession, tool: str, arguments: dict[str, Any], timeout: float

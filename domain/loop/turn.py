@@ -19,6 +19,7 @@ from treadle.domain.loop.builtin_tools import AskTool, BashTool, UpdatePlanTool
 from treadle.domain.loop.context import SharedWindow
 from treadle.domain.loop.named_agents import ModelsByName, named_setup
 from treadle.domain.loop.response import Answer, Responder
+from treadle.domain.loop.server_requests import complete, fill_form
 from treadle.domain.loop.settings import TurnSettings
 from treadle.domain.loop.spending import SpendingMeter
 from treadle.domain.loop.stop import STOPPED, StoppedFirst, StopSignal
@@ -30,6 +31,7 @@ from treadle.domain.rules.final_answer import correction_request, read_value
 from treadle.domain.rules.history import INTERRUPTED_RESULT, History, close_unanswered
 from treadle.domain.rules.limits import LimitNear
 from treadle.domain.rules.output_bound import OutputBound
+from treadle.domain.rules.sampling import SAMPLING_TOOL, decide_sampling, sampling_summary
 from treadle.domain.rules.tokens import measured_as
 from treadle.domain.values.conversation import Message, ToolCall, Usage
 from treadle.domain.values.events import (
@@ -56,6 +58,12 @@ from treadle.domain.values.outcome import (
     TurnEnding,
     TurnOutcome,
     end_turn,
+)
+from treadle.domain.values.server_requests import (
+    FormAnswer,
+    FormRequest,
+    SamplingReply,
+    SamplingRequest,
 )
 from treadle.domain.values.text import well_formed
 from treadle.domain.values.tools import (
@@ -592,8 +600,45 @@ class Agent:
             agent=self.name,
             on_person=self.waiting_on_person,
             call_id=call_id,
+            ask_form=self._ask_form,
+            sample=self._sample,
             **({"if_stopped": if_stopped} if if_stopped is not None else {}),
         )
+
+    async def _ask_form(self, request: FormRequest) -> FormAnswer:
+        """A server's question mid-call, put to the person (declined when nobody can
+        answer: the call, and the turn, go on)."""
+        where = f" ({request.url})" if request.url else ""
+        self.emit(Notice("mcp_question", f"MCP server {request.server} asks{where}.", self.name))
+        answer = await fill_form(request, self._ask_question)
+        said = f"MCP server {request.server}'s question: {answer.action}"
+        self.emit(Notice("mcp_question", said + ".", self.name))
+        return answer
+
+    async def _sample(self, request: SamplingRequest) -> SamplingReply:
+        """A server's request for a completion: the approval policy decides (``ask``
+        asks the person), the session's model answers, and its tokens are this turn's."""
+        decision = decide_sampling(self.settings.approval)
+        summary = sampling_summary(request)
+        if decision == "decline":
+            return SamplingReply(declined=True, why="the approval policy (read-only) declines it")
+        if decision == "ask":
+            question = ApprovalRequest(SAMPLING_TOOL, summary, "", self.name)
+            self.waiting_on_person(True)
+            try:
+                reply = await self.ports.terminal.ask_approval(question)
+            finally:
+                self.waiting_on_person(False)
+            if reply is None:
+                return SamplingReply(declined=True, why="nobody is here to approve it")
+            if reply == "no" or isinstance(reply, Declined):
+                return SamplingReply(declined=True, why="the person declined it")
+        answer, usage = await complete(self.ports.model, request)
+        self.add_usage(usage)
+        tokens = f"{usage.input_tokens} in, {usage.output_tokens} out"
+        said = f"MCP server {request.server} asked the model for a completion ({tokens})."
+        self.emit(Notice("mcp_sampling", said, self.name))
+        return answer
 
     async def _ask_question(self, question: str) -> str | None:
         self.waiting_on_person(True)
