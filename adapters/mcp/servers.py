@@ -146,7 +146,8 @@ class McpServers:
             elif connection.state == "failed":
                 statuses.append(ServerStatus(config, "failed", connection.error))
             else:
-                detail = f"{connection.server_info}, in {connection.startup_seconds:.2f} s"
+                detail = f"{connection.server_info}, MCP {connection.protocol_version}"
+                detail += f", in {connection.startup_seconds:.2f} s"
                 detail += "".join(f"; {note}" for note in connection.notes)
                 statuses.append(
                     ServerStatus(config, "started", detail, self._tools.get(config.name, ()))
