@@ -187,6 +187,7 @@ class Container(containers.DeclarativeContainer):
         turn_start=turn_start,
         server=server,
         models=providers.Singleton(models_by_name, models),
+        catalog=mcp_servers,
     )
     agent: providers.Provider[Agent] = providers.Singleton(
         build_agent, ports, settings, tools, history, leave_now, resumed, subagents_started

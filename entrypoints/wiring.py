@@ -165,10 +165,12 @@ def build_turn_start(
 
 
 def build_tools(servers: McpServers | None = None) -> list[Tool]:
-    """The built-in tools, then those of the MCP servers that started."""
+    """The built-in tools, and ``mcp_resource`` when a server that started offers
+    resources. The servers' own tools are the agent's catalog (``TurnPorts.catalog``):
+    offered whole, or through ``tool_search`` past ``mcp_tool_budget``."""
     from treadle.adapters.tools import file_tools
 
-    return core_tools() + file_tools() + (servers.tools() if servers is not None else [])
+    return core_tools() + file_tools() + (servers.session_tools() if servers is not None else [])
 
 
 def open_mcp_servers(
@@ -409,6 +411,7 @@ def build_settings(
         ),
         subagents=SubAgentClocks(app.subagent_check_interval, app.subagent_deadline),
         subagent_depth=app.subagent_depth,
+        mcp_tool_budget=app.mcp_tool_budget,
         log_path=log_path,
         prices=model_prices(app),
         output=output_contract_of(app),

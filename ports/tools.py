@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
@@ -106,3 +106,12 @@ class PreviewsChanges(Protocol):
     """
 
     async def preview(self, arguments: Mapping[str, Any], context: ToolContext) -> str: ...
+
+
+class ToolCatalog(Protocol):
+    """Tools that come from outside and may change during a session (the MCP servers'):
+    asked before every request. When their schemas would take more than their share
+    of the window, the loop offers ``tool_search`` instead and only the tools it loaded
+    (see :mod:`treadle.domain.rules.tool_offer`)."""
+
+    def catalog_tools(self) -> Sequence[Tool]: ...

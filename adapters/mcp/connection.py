@@ -48,7 +48,15 @@ from treadle.adapters.mcp.http import OVER_THE_LIMIT, MissingToken, http_transpo
 from treadle.adapters.mcp.results import answer_of
 from treadle.adapters.mcp.server_requests import form_request, sampled, sampling_request
 from treadle.adapters.mcp.stdio import ServerProcess, stdio_transport
-from treadle.adapters.mcp.values import OVERSIZED, ListedTool, McpAnswer, McpCallFailure
+from treadle.adapters.mcp.values import (
+    OVERSIZED,
+    ListedPrompt,
+    ListedResource,
+    ListedTool,
+    McpAnswer,
+    McpCallFailure,
+    PromptArgument,
+)
 from treadle.adapters.mcp.wire import ToolListRepair, first_problem
 from treadle.adapters.process.tree import running_trees
 from treadle.domain.values.text import one_line
@@ -99,6 +107,7 @@ class McpConnection:
         grace: float = 1.0,
         probe_timeout: float = PROBE_TIMEOUT,
         on_failure: Callable[[str], None] = lambda why: None,
+        on_change: Callable[[str, str], None] = lambda server, what: None,
     ) -> None:
         self.config = config
         self.state: State = "new"
@@ -113,6 +122,10 @@ class McpConnection:
         self._log_path = log_path
         self._probe_timeout = probe_timeout
         self._on_failure = on_failure
+        self._on_change = on_change
+        """Hears ``(server, "tools" | "resources" | "prompts")`` when a list changed."""
+        self.prompts: tuple[ListedPrompt, ...] = ()
+        self.has_resources = False
         self._process = ServerProcess(grace=grace)
         self._http_status: int | None = None
         self._repair = ToolListRepair()
@@ -206,6 +219,11 @@ class McpConnection:
                     self._phase = "tools/list"
                     self.tools, again = _once_each(await _listed_tools(session))
                     self.notes = (*self._repair.notes, *again)
+                    offers = result.capabilities
+                    self.has_resources = offers.resources is not None
+                    if offers.prompts is not None:
+                        self._phase = "prompts/list"
+                        self.prompts = await _listed_prompts(session)
                     self._session = session
                     self._ready.set_result(None)
                     await self._until_the_end()
@@ -433,8 +451,134 @@ class McpConnection:
     async def _on_message(self, message: object) -> None:
         if isinstance(message, Exception):
             log.debug("MCP server %s sent something unreadable: %s", self.name, message)
-        else:
-            log.debug("MCP server %s notified: %s", self.name, type(message).__name__)
+            return
+        log.debug("MCP server %s notified: %s", self.name, type(message).__name__)
+        # Listed again on a task of its own: a request awaited here would hold up the
+        # reading of its own answer.
+        if isinstance(message, mcp.ToolListChangedNotification):
+            self._keep(asyncio.ensure_future(self._list_again("tools")))
+        elif isinstance(message, mcp.PromptListChangedNotification):
+            self._keep(asyncio.ensure_future(self._list_again("prompts")))
+        elif isinstance(message, mcp.ResourceListChangedNotification):
+            self._on_change(self.name, "resources")  # listed when asked for: nothing kept
+
+    async def _list_again(self, what: Literal["tools", "prompts"]) -> None:
+        """A list the server says changed, listed again (after start-up: before it, the
+        first listing is still to come)."""
+        session = self._session
+        if session is None or self.state != "ready":
+            return
+        try:
+            if what == "tools":
+                tools, notes = _once_each(await _listed_tools(session))
+                self.tools, self.notes = tools, (*self._repair.notes, *notes)
+            else:
+                self.prompts = await _listed_prompts(session)
+        except Exception:
+            log.warning(
+                "MCP server %s: its %s could not be listed again", self.name, what, exc_info=True
+            )
+            return
+        self._on_change(self.name, what)
+
+    # Resources and prompts ---------------------------------------------------------------
+
+    async def resources(self, timeout: float) -> Result[tuple[ListedResource, ...], McpCallFailure]:
+        """The resources the server lists, and its templates of resources."""
+
+        async def listed(session: ClientSession) -> tuple[ListedResource, ...]:
+            found: list[ListedResource] = []
+            cursor: str | None = None
+            for _ in range(LIST_PAGES):
+                params = mcp.PaginatedRequestParams(cursor=cursor) if cursor else None
+                page = await session.list_resources(params=params)
+                found += [
+                    ListedResource(str(r.uri), r.name, r.description or "", r.mime_type or "")
+                    for r in page.resources
+                ]
+                cursor = page.next_cursor
+                if not cursor:
+                    break
+            with contextlib.suppress(MCPError):  # a server without templates may refuse
+                templates = await session.list_resource_templates()
+                found += [
+                    ListedResource(
+                        t.uri_template, t.name, t.description or "", t.mime_type or "", True
+                    )
+                    for t in templates.resource_templates
+                ]
+            return tuple(found)
+
+        return await self._request(listed, timeout)
+
+    async def read_resource(self, uri: str, timeout: float) -> Result[McpAnswer, McpCallFailure]:
+        """A resource's contents: text as it is, binary data described by size and type."""
+
+        async def read(session: ClientSession) -> McpAnswer:
+            result = await session.read_resource(uri)
+            assert isinstance(result, mcp.ReadResourceResult)
+            parts = []
+            for content in result.contents:
+                if isinstance(content, mcp.TextResourceContents):
+                    parts.append(content.text)
+                else:
+                    size = len(content.blob) * 3 // 4
+                    kind = content.mime_type or "binary data"
+                    parts.append(f"[{kind}, about {size} bytes, at {content.uri}]")
+            return McpAnswer("\n".join(parts))
+
+        return await self._request(read, timeout)
+
+    async def get_prompt(
+        self, name: str, arguments: dict[str, str], timeout: float
+    ) -> Result[str, McpCallFailure]:
+        """A prompt's messages, as the text of one task (each message's role named
+        when more than one speaks)."""
+
+        async def expanded(session: ClientSession) -> str:
+            result = await session.get_prompt(name, arguments)
+            assert isinstance(result, mcp.GetPromptResult)
+            parts = []
+            for message in result.messages:
+                content = message.content
+                if isinstance(content, mcp.TextContent):
+                    text = content.text
+                elif isinstance(content, mcp.EmbeddedResource):
+                    inner = content.resource
+                    text = (
+                        inner.text
+                        if isinstance(inner, mcp.TextResourceContents)
+                        else (f"[{inner.mime_type or 'binary data'} at {inner.uri}]")
+                    )
+                else:
+                    text = f"[{getattr(content, 'type', 'content')} left out]"
+                roles = {m.role for m in result.messages}
+                parts.append(text if roles == {"user"} else f"{message.role}: {text}")
+            return "\n\n".join(parts)
+
+        return await self._request(expanded, timeout)
+
+    async def _request(
+        self, asked: Callable[[ClientSession], Any], timeout: float
+    ) -> Result[Any, McpCallFailure]:
+        """One request of ours (not a tool's call), within ``timeout``; its failure as
+        a value that says why."""
+        session = self._session
+        if session is None or self.state != "ready":
+            why = self.error or "it was stopped"
+            return Failure(
+                McpCallFailure("not_running", f"the MCP server {self.name} is not running ({why})")
+            )
+        try:
+            with anyio.fail_after(timeout):
+                return Success(await asked(session))
+        except TimeoutError:
+            return Failure(McpCallFailure("deadline", f"no answer within {timeout:g} s"))
+        except MCPError as error:
+            return Failure(McpCallFailure("protocol", f"MCP error {error.code}: {error.message}"))
+        except (RuntimeError, ValidationError, AssertionError) as error:
+            why = first_problem(error) if isinstance(error, ValidationError) else str(error)
+            return Failure(McpCallFailure("protocol", f"an answer treadle cannot use ({why})"))
 
     # Saying what happened ----------------------------------------------------------------
 
@@ -507,6 +651,26 @@ async def _listed_tools(session: ClientSession) -> tuple[ListedTool, ...]:
         if not cursor:
             break
     return tuple(tools)
+
+
+async def _listed_prompts(session: ClientSession) -> tuple[ListedPrompt, ...]:
+    prompts: list[ListedPrompt] = []
+    cursor: str | None = None
+    for _ in range(LIST_PAGES):
+        params = mcp.PaginatedRequestParams(cursor=cursor) if cursor else None
+        page = await session.list_prompts(params=params)
+        for prompt in page.prompts:
+            arguments = tuple(
+                PromptArgument(a.name, a.description or "", bool(a.required))
+                for a in prompt.arguments or ()
+            )
+            prompts.append(
+                ListedPrompt(prompt.name, prompt.description or prompt.title or "", arguments)
+            )
+        cursor = page.next_cursor
+        if not cursor:
+            break
+    return tuple(prompts)
 
 
 def _once_each(tools: tuple[ListedTool, ...]) -> tuple[tuple[ListedTool, ...], list[str]]:
