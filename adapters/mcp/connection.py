@@ -142,6 +142,7 @@ class McpConnection:
         """The contexts of the calls running now, the latest last: a server's question
         or request for a completion mid-call goes to the latest."""
         self.protocol_version = ""
+        self._relisting: set[asyncio.Future[Any]] = set()
 
     @property
     def name(self) -> str:
@@ -323,7 +324,9 @@ class McpConnection:
         if context is not None:
             self._calling.append(context)
         try:
-            return await asyncio.shield(inner)
+            result = await asyncio.shield(inner)
+            await self._relisted()
+            return result
         except asyncio.CancelledError:
             if not inner.done():
                 inner.cancel()  # exactly once: see the module's docstring
@@ -456,11 +459,23 @@ class McpConnection:
         # Listed again on a task of its own: a request awaited here would hold up the
         # reading of its own answer.
         if isinstance(message, mcp.ToolListChangedNotification):
-            self._keep(asyncio.ensure_future(self._list_again("tools")))
+            self._relist(asyncio.ensure_future(self._list_again("tools")))
         elif isinstance(message, mcp.PromptListChangedNotification):
-            self._keep(asyncio.ensure_future(self._list_again("prompts")))
+            self._relist(asyncio.ensure_future(self._list_again("prompts")))
         elif isinstance(message, mcp.ResourceListChangedNotification):
             self._on_change(self.name, "resources")  # listed when asked for: nothing kept
+
+    def _relist(self, task: asyncio.Future[Any]) -> None:
+        self._keep(task)
+        self._relisting.add(task)
+        task.add_done_callback(self._relisting.discard)
+
+    async def _relisted(self) -> None:
+        """A call that changed the server's tools (it said so before its result) ends
+        once they are listed again: the next request offers the new ones."""
+        await asyncio.sleep(0)  # the notification's handler, if it came first, runs now
+        if self._relisting:
+            await asyncio.wait(set(self._relisting), timeout=self._probe_timeout)
 
     async def _list_again(self, what: Literal["tools", "prompts"]) -> None:
         """A list the server says changed, listed again (after start-up: before it, the

@@ -59,7 +59,7 @@ class PromptCommand:
         return " ".join(part for part in (words, "—" if about else "", about) if part)
 
 
-class PromptProblem(Exception):
+class PromptProblem(ValueError):
     """A prompt's command that cannot be expanded: unknown, short of an argument, or
     refused by its server. Its message is the one line to show."""
 
