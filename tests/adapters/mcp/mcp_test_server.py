@@ -11,7 +11,8 @@ answers until cancelled, ``wedge`` blocks the whole server, ``image`` returns a 
 kills the server mid-call, ``spawn_child`` leaves a ``sleep`` in its group,
 ``environment`` tells its folder and variables, ``grow`` adds the tool ``grown``
 and says the list changed (``notifications/tools/list_changed``), and ``pick``,
-``tag``, ``nothing``, ``query`` and ``files.read`` have names or schemas the model providers would refuse
+``tag``, ``nothing``, ``query`` and ``files.read`` have names or schemas the model
+providers would refuse
 as they are. Each request (a call with its arguments),
 tool start and cancellation is a line in the ``--log`` file, so a test can see what
 the server saw.
