@@ -51,7 +51,7 @@ from treadle.entrypoints.config import (
 )
 from treadle.entrypoints.interrupts import LeaveNow
 from treadle.entrypoints.model_choice import ModelChoice
-from treadle.entrypoints.paths import cache_dir, config_dir
+from treadle.entrypoints.paths import cache_dir, config_dir, state_dir
 from treadle.entrypoints.providers import resolve
 from treadle.ports.clock import Clock
 from treadle.ports.model import Model, ModelServer
@@ -173,6 +173,11 @@ def build_tools(servers: McpServers | None = None) -> list[Tool]:
     return core_tools() + file_tools() + (servers.session_tools() if servers is not None else [])
 
 
+def mcp_auth_dir() -> str:
+    """Where ``treadle mcp login`` keeps the servers' OAuth tokens: the state folder."""
+    return str(state_dir() / "mcp-auth")
+
+
 def open_mcp_servers(
     app: AppConfig, session_dir: str, redactor: Redactor
 ) -> Iterator[McpServers | None]:
@@ -193,6 +198,7 @@ def open_mcp_servers(
         passthrough_env=app.env_passthrough,
         allowed=app.mcp_allowed,
         redactor=redactor,
+        auth_dir=mcp_auth_dir(),
     )
     try:
         yield servers
@@ -252,10 +258,11 @@ def build_redactor(app: AppConfig) -> Redactor:
     configured = {}
     servers = mcp_server_configs(app)
     if servers:
-        from treadle.adapters.mcp.config import secret_values
+        from treadle.adapters.mcp.config import secret_values, stored_tokens
     for server in servers:
         key_envs += [server.bearer_token_env] if server.bearer_token_env else []
-        for index, value in enumerate(secret_values(server)):
+        signed_in = stored_tokens(mcp_auth_dir(), server.name) if server.oauth else []
+        for index, value in enumerate([*secret_values(server), *signed_in]):
             configured[f"TREADLE_MCP_{server.name}_SECRET_{index}"] = value
     environ = settings_environment(os.environ)
     return Redactor.from_environ({**environ, **configured}, also=[*key_envs, *configured])

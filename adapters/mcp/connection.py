@@ -45,6 +45,7 @@ from returns.result import Failure, Result, Success
 from treadle import __version__
 from treadle.adapters.mcp.config import McpServerConfig
 from treadle.adapters.mcp.http import OVER_THE_LIMIT, MissingToken, http_transport
+from treadle.adapters.mcp.oauth import SignInNeeded
 from treadle.adapters.mcp.results import answer_of
 from treadle.adapters.mcp.server_requests import form_request, sampled, sampling_request
 from treadle.adapters.mcp.stdio import ServerProcess, stdio_transport
@@ -108,6 +109,7 @@ class McpConnection:
         probe_timeout: float = PROBE_TIMEOUT,
         on_failure: Callable[[str], None] = lambda why: None,
         on_change: Callable[[str, str], None] = lambda server, what: None,
+        auth_dir: str = "",
     ) -> None:
         self.config = config
         self.state: State = "new"
@@ -123,6 +125,7 @@ class McpConnection:
         self._probe_timeout = probe_timeout
         self._on_failure = on_failure
         self._on_change = on_change
+        self._auth_dir = auth_dir
         """Hears ``(server, "tools" | "resources" | "prompts")`` when a list changed."""
         self.prompts: tuple[ListedPrompt, ...] = ()
         self.has_resources = False
@@ -253,7 +256,12 @@ class McpConnection:
                 log_path=self._log_path,
                 process_state=self._process,
             )
-        return http_transport(self.config, self._remember_status)
+        auth = None
+        if self.config.oauth:
+            from treadle.adapters.mcp.oauth import session_auth
+
+            auth = session_auth(self.config, self._auth_dir)
+        return http_transport(self.config, self._remember_status, auth)
 
     def _remember_status(self, status: int) -> None:
         self._http_status = status
@@ -616,7 +624,9 @@ class McpConnection:
     def _startup_failure(self, error: Exception) -> str:
         """Why the start failed, from the error (perhaps in task groups) it ended with."""
         causes = list(_leaves(error))
-        if token := next((cause for cause in causes if isinstance(cause, MissingToken)), None):
+        if token := next(
+            (cause for cause in causes if isinstance(cause, MissingToken | SignInNeeded)), None
+        ):
             return str(token)
         if isinstance(error, OSError) and self._process.pid is None:
             return f"cannot start {self.config.command}: {error.strerror or error}"
@@ -725,6 +735,8 @@ def describe(error: BaseException) -> str:
         return "; ".join(describe(inner) for inner in error.exceptions)
     if isinstance(error, MCPError):
         return f"MCP error {error.code}: {error.message}"
+    if isinstance(error, SignInNeeded):
+        return str(error)
     if isinstance(error, httpx2.ConnectError):
         return f"cannot connect: {_refusal(error)}"
     return f"{type(error).__name__}: {error}" if str(error) else type(error).__name__

@@ -89,8 +89,11 @@ class McpServers:
         redactor: Redactor | None = None,
         grace: float = 1.0,
         probe_timeout: float = 2.0,
+        auth_dir: str = "",
     ) -> None:
         self.configs = tuple(configs)
+        self.auth_dir = auth_dir
+        """Where the OAuth tokens of servers that sign in are kept (``mcp-auth``)."""
         self._workspace = workspace
         self._log_dir = log_dir
         self._passthrough = tuple(passthrough_env)
@@ -133,6 +136,7 @@ class McpServers:
                 probe_timeout=self._probe_timeout,
                 on_failure=lambda why, name=config.name: self._stopped(name, why),
                 on_change=self._changed,
+                auth_dir=self.auth_dir,
             )
         await asyncio.gather(*(connection.start() for connection in self._connections.values()))
         listed: dict[str, tuple[ListedTool, ...]] = {}
