@@ -20,7 +20,7 @@ import json
 import os
 import time
 import urllib.parse
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -109,11 +109,35 @@ class TokenFile:
 
 class _Provider(OAuthClientProvider):
     """The SDK's provider, which also knows when stored tokens expire: it refreshes
-    them a minute before, instead of waiting for a 401 (which asks for a sign-in)."""
+    them a minute before, instead of waiting for a 401 (which asks for a sign-in).
+    A 401 on a token it holds (the server revoked it, or a clock is off) refreshes it
+    once, and only then asks for the sign-in."""
 
     def __init__(self, *args: Any, tokens: TokenFile, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._tokens = tokens
+        self._refreshed_on_401 = False
+
+    async def _auth_flow(
+        self, request: httpx2.Request
+    ) -> AsyncGenerator[httpx2.Request, httpx2.Response]:
+        flow = super()._auth_flow(request)
+        try:
+            outgoing = await flow.__anext__()
+            while True:
+                response = yield outgoing
+                refusal = outgoing is request and response.status_code == 401
+                if refusal and not self._refreshed_on_401 and self.context.can_refresh_token():
+                    self._refreshed_on_401 = False
+                    await flow.aclose()
+                    self.context.token_expiry_time = 1.0  # long past: the flow refreshes first
+                    request.headers.pop("Authorization", None)
+                    flow = super()._auth_flow(request)
+                    outgoing = await flow.__anext__()
+                    continue
+                outgoing = await flow.asend(response)
+        except StopAsyncIteration:
+            return
 
     async def _initialize(self) -> None:
         await super()._initialize()

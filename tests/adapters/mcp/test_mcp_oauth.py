@@ -84,7 +84,16 @@ async def test_login_a_call_a_refresh_and_a_revoked_token(tmp_path: Path) -> Non
         assert json.loads(path.read_text())["tokens"]["access_token"] != token
         assert stat.S_IMODE(path.stat().st_mode) == 0o600
 
-        # A revoked one: one line that says which login to run.
+        # An access token the server no longer takes: refreshed once, on its 401.
+        authority.access.clear()
+        servers = await started(config, auth_dir, tmp_path)
+        try:
+            assert servers.notices == []  # type: ignore[attr-defined]
+            assert authority.grants[-1] == "refresh_token" and len(authority.grants) == 3
+        finally:
+            await servers.close()
+
+        # Revoked altogether: one line that says which login to run.
         authority.revoke_all()
         servers = await started(config, auth_dir, tmp_path)
         await servers.close()
