@@ -131,6 +131,9 @@ def status_lines(status: ServerStatus) -> list[str]:
     if status.state != "started":
         return [*lines, f"  {status.detail}"]
     lines[0] += f"  {status.detail}"
+    offers = [f"prompts: {' '.join(status.prompts)}"] if status.prompts else []
+    offers += ["resources: through mcp_resource"] if status.resources else []
+    lines += [f"  {offer}" for offer in offers]
     if not status.tools:
         return [*lines, "  (no tools)"]
     width = max(len(tool.spec.name) for tool in status.tools)

@@ -72,6 +72,9 @@ class ServerStatus:
     state: Literal["disabled", "started", "failed", "stopped"]
     detail: str
     tools: tuple[McpTool, ...] = ()
+    prompts: tuple[str, ...] = ()
+    """Its prompts, as the slash commands that expand them."""
+    resources: bool = False
 
 
 class McpServers:
@@ -256,8 +259,14 @@ class McpServers:
                 detail = f"{connection.server_info}, MCP {connection.protocol_version}"
                 detail += f", in {connection.startup_seconds:.2f} s"
                 detail += "".join(f"; {note}" for note in connection.notes)
+                prompts = tuple(
+                    f"/{c.name}" for c in self.prompt_commands() if c.server == config.name
+                )
+                tools = self._tools.get(config.name, ())
                 statuses.append(
-                    ServerStatus(config, "started", detail, self._tools.get(config.name, ()))
+                    ServerStatus(
+                        config, "started", detail, tools, prompts, connection.has_resources
+                    )
                 )
         return statuses
 

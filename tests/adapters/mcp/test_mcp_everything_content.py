@@ -136,3 +136,20 @@ async def test_treadle_command_expands_a_prompt_headless(everything: Path, tmp_p
         .splitlines()[-1]
         .startswith("treadle: mcp__everything__args-prompt: missing city")
     )
+
+
+async def test_treadle_mcp_lists_the_servers_prompts_and_resources(everything: Path) -> None:
+    from treadle.entrypoints.project_context import status_lines
+
+    config = McpServerConfig("everything", command="node", args=(str(everything), "stdio"))
+    servers = McpServers([config], workspace=".")
+    await servers.start()
+    try:
+        (status,) = servers.statuses()
+        lines = status_lines(status)
+    finally:
+        await servers.close()
+    assert ", MCP 2025-11-25, in " in lines[0]
+    assert lines[1].startswith("  prompts: /mcp__everything__simple-prompt")
+    assert "/mcp__everything__args-prompt" in lines[1]
+    assert lines[2] == "  resources: through mcp_resource"
