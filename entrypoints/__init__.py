@@ -18,6 +18,8 @@ LAZY_IMPORTS: dict[tuple[str, str], str] = {
     "each command imports its own module, a stop's or a bug's line what it prints",
     ("commands", "treadle.entrypoints.changes"): "the checkpoints only for undo, redo and diff",
     ("commands", "treadle.entrypoints.project_context"): "the MCP client only for mcp and context",
+    ("project_context", "treadle.adapters.mcp"): "the SDK's OAuth client only to sign in or out",
+    ("project_context", "webbrowser"): "a browser only when a sign-in opens one",
     ("commands", "treadle.entrypoints.wiring"): "treadle sessions, trust and config run "
     "without the container and its adapters (config builds the model only to ask its server)",
     ("commands", "treadle.entrypoints.container"): "the same: the container only for replay",

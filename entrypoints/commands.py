@@ -87,6 +87,10 @@ def build_parser() -> argparse.ArgumentParser:
     # Issue 12: MCP servers and project instructions.
     mcp = commands.add_parser("mcp", help="the MCP servers: whether each starts, and its tools")
     mcp.add_argument("--workspace")
+    mcp.add_argument(
+        "action", nargs="?", choices=("login", "logout"), help="sign in to a server, or out"
+    )
+    mcp.add_argument("name", nargs="?", help="the server (its [mcp_servers.NAME])")
     context = commands.add_parser("context", help="the project instructions the model gets")
     context.add_argument("--workspace")
     trust = commands.add_parser(
@@ -114,8 +118,10 @@ def run_subcommand(argv: Sequence[str], out: TextIO | None = None) -> int:
         if args.command == "config":
             return show_config(args, out)
         if args.command == "mcp":
-            from treadle.entrypoints.project_context import show_mcp_servers
+            from treadle.entrypoints.project_context import mcp_sign_in, show_mcp_servers
 
+            if args.action:
+                return asyncio.run(mcp_sign_in(args, out))
             return asyncio.run(show_mcp_servers(args, out))
         if args.command == "context":
             from treadle.entrypoints.project_context import show_context

@@ -67,6 +67,7 @@ class AppConfig:
     mcp_servers: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     """Each server's table, merged key by key across the layers."""
     mcp_allowed: tuple[str, ...] = ()
+    mcp_tool_budget: float = 0.10
     # Issue 11: reasoning, prompt caching and prices.
     api: str = "chat"
     thinking_budget: int = 0
@@ -325,6 +326,13 @@ KEYS: dict[str, Key] = {
     "max_tokens_total": Key("whole", "tokens a turn may spend (unset: no limit)", minimum=1),
     "max_requests": Key("whole", "requests a turn may make (unset: no limit)", minimum=1),
     "max_time": Key("duration", "how long a turn may run: 90s, 10m, 1h30m (unset: no limit)"),
+    "mcp_tool_budget": Key(
+        "number",
+        "the share of the window MCP tools' schemas may take; past it they are found and "
+        "loaded with tool_search",
+        minimum=0,
+        maximum=1,
+    ),
     "otel": Key(
         "otel",
         "OpenTelemetry, as an [otel] table (files only): endpoint (OTLP/HTTP, else "
@@ -359,6 +367,7 @@ RECORDED_SETTINGS = (
     "allowed_prefixes",
     "env_passthrough",
     "subagent_depth",
+    "mcp_tool_budget",
     "thinking_budget",
     # Context windows (issue 10)
     "context_window",

@@ -196,6 +196,7 @@ class Container(containers.DeclarativeContainer):
         server=server,
         models=providers.Singleton(models_by_name, models),
         isolation=providers.Singleton(build_isolation, app, sandbox.provider),
+        catalog=mcp_servers,
     )
     agent: providers.Provider[Agent] = providers.Singleton(
         build_agent, ports, settings, tools, history, leave_now, resumed, subagents_started

@@ -13,7 +13,7 @@ import os
 import signal
 import sys
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
@@ -31,6 +31,7 @@ from treadle.domain.rules.slash_commands import (
     BUILT_IN,
     LEAVE,
     Run,
+    SlashCommand,
     Task,
     Unknown,
     help_lines,
@@ -38,6 +39,7 @@ from treadle.domain.rules.slash_commands import (
     unknown_line,
 )
 from treadle.domain.rules.workflows import command_entries
+from treadle.domain.values.events import Notice
 from treadle.domain.values.outcome import EXIT_CODES, NoModel, OutcomeKind, end_turn
 from treadle.domain.values.workflows import Workflows
 from treadle.entrypoints.changes import Report, session_commands
@@ -69,6 +71,28 @@ if TYPE_CHECKING:
 
 
 NO_WORKFLOWS = Workflows()
+
+
+class McpPrompt(Protocol):
+    """A server's prompt as a slash command (``/NAME``), and what ``/help`` says of it."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def server(self) -> str: ...
+
+    @property
+    def summary(self) -> str: ...
+
+
+class McpPrompts(Protocol):
+    """The MCP servers' prompts (``McpServers``): listed, and expanded into a task (a
+    ``ValueError`` says in one line why one cannot be)."""
+
+    def prompt_commands(self) -> Sequence[McpPrompt]: ...
+
+    async def expand_prompt(self, command: str, text: str) -> str: ...
 
 
 class TaskPrompt(Protocol):
@@ -135,6 +159,7 @@ async def run_interactive(
     commands: Mapping[str, Callable[[], Awaitable[None]]] | None = None,
     found: Workflows = NO_WORKFLOWS,
     models: ModelMaker | None = None,
+    mcp: McpPrompts | None = None,
 ) -> int:
     """Read a task, run a turn on it, and again, until the person leaves.
 
@@ -142,8 +167,10 @@ async def run_interactive(
     one of ``commands`` (``/undo``, ``/diff``…) runs it instead of a turn, one of the
     commands or skills ``found`` runs a turn on its prompt (``models`` builds the model
     it names), ``/help`` lists them all, and an unknown ``/word`` is said to be one and
-    never sent (see :mod:`~treadle.domain.rules.slash_commands`). Returns the session's
-    exit code: 0, or 130 when a signal ended it.
+    never sent (see :mod:`~treadle.domain.rules.slash_commands`). The prompts of the
+    MCP servers (``mcp``) are commands too, ``/mcp__SERVER__PROMPT arguments``, as the
+    servers list them at the time. Returns the session's exit code: 0, or 130 when a
+    signal ended it.
     """
     interrupts = interrupts or SessionInterrupts(prompt)
     commands = commands or {}
@@ -156,7 +183,9 @@ async def run_interactive(
         line = await prompt.read_task()
         if line is None:
             break
-        asked = read_line(line, {*commands, "/help", *prompts})
+        # A server may change its prompts mid-session (notifications/prompts/list_changed).
+        served = {f"/{c.name}": c for c in mcp.prompt_commands()} if mcp is not None else {}
+        asked = read_line(line, {*commands, "/help", *prompts, *served})
         if asked is None:
             continue
         if isinstance(asked, Unknown):
@@ -167,12 +196,22 @@ async def run_interactive(
             if asked.name in LEAVE:
                 break
             if asked.name == "/help":
-                prompt.report(help_lines(listed))
+                mcp_entries = [SlashCommand(name, c.summary) for name, c in served.items()]
+                prompt.report(help_lines([*listed, *mcp_entries]))
                 continue
-            if asked.name in commands:
+            if asked.name in served and mcp is not None:
+                try:
+                    task = await mcp.expand_prompt(asked.name[1:], asked.arguments)
+                except ValueError as problem:  # a missing argument, a server's refusal
+                    prompt.report([str(problem)], problem=True)
+                    continue
+                said = f"{asked.name} from MCP server {served[asked.name].server}"
+                turn = CommandTurn(task, "", Notice("command_run", said))
+            elif asked.name in commands:
                 await commands[asked.name]()
                 continue
-            turn = command_turn(found, asked.name, asked.arguments)
+            else:
+                turn = command_turn(found, asked.name, asked.arguments)
             if turn is None:
                 continue
         stop = StopSignal()
@@ -244,7 +283,8 @@ async def _session(
             **fork_commands(session_dir, terminal),
         }
         found, models = container.workflows(), container.models()
-        return await run_interactive(agent, terminal, interrupts, commands, found, models)
+        servers = container.mcp_servers()
+        return await run_interactive(agent, terminal, interrupts, commands, found, models, servers)
     finally:
         terminal.close()
         await end_session(container)

@@ -9,18 +9,27 @@ failed. ``treadle context`` lists the instruction files a session would read.
 from __future__ import annotations
 
 import argparse
+import asyncio
+import contextlib
+import logging
 import os
+import sys
 import tempfile
 from typing import TextIO
 
 from treadle.adapters.instructions import FILE_NAMES, InstructionFile, ProjectInstructions
 from treadle.adapters.mcp.servers import ServerStatus
 from treadle.adapters.mcp.tool import McpTool
-from treadle.entrypoints.config import AppConfig, flag_values, load_config
+from treadle.domain.values.text import one_line
+from treadle.entrypoints.config import USAGE_ERROR, AppConfig, flag_values, load_config
+from treadle.entrypoints.config_rules import mcp_server_configs
 from treadle.entrypoints.container import Container, end_session
 from treadle.entrypoints.injector import providers
 from treadle.entrypoints.paths import project_config_path, user_config_path
+from treadle.entrypoints.wiring import mcp_auth_dir
 from treadle.entrypoints.workflows import command_and_agent_lines, skill_lines
+
+log = logging.getLogger(__name__)
 
 DESCRIPTION_WIDTH = 72
 
@@ -59,6 +68,62 @@ async def show_mcp_servers(args: argparse.Namespace, out: TextIO) -> int:
     return 1 if any(status.state == "failed" for status in statuses) else 0
 
 
+async def mcp_sign_in(args: argparse.Namespace, out: TextIO) -> int:
+    """``treadle mcp login NAME``: sign in to a server over HTTP with OAuth (the browser
+    opened, or the address printed); ``logout NAME`` forgets its tokens."""
+    app = load_config(flags=flag_values(args), environ=os.environ)
+    configs = {config.name: config for config in mcp_server_configs(app)}
+    config = configs.get(args.name or "")
+    if config is None:
+        known = ", ".join(configs) or "none"
+        print(
+            f"treadle: no MCP server {args.name or '(none named)'}; the servers: {known}",
+            file=sys.stderr,
+        )
+        return USAGE_ERROR
+    if config.transport != "http" or not config.oauth:
+        print(
+            f"treadle: MCP server {config.name} does not sign in with OAuth "
+            "(it needs url and oauth = true)",
+            file=sys.stderr,
+        )
+        return USAGE_ERROR
+    from treadle.adapters.mcp import oauth
+
+    auth_dir = mcp_auth_dir()
+    if args.action == "logout":
+        forgot = oauth.logout(config, auth_dir)
+        said = "signed out of" if forgot else "was not signed in to"
+        print(f"treadle {said} MCP server {config.name}", file=out)
+        return 0
+
+    async def browse(url: str) -> None:
+        print(f"Open this address to sign in to {config.name}:\n  {url}", file=out, flush=True)
+        # The browser command may wait for its window: off the event loop.
+        await asyncio.to_thread(_open_browser, url)
+
+    try:
+        await oauth.login(config, auth_dir, browse)
+    except Exception as error:  # the server's or the browser's fault: one line, and the log
+        log.warning("sign-in to MCP server %s failed", config.name, exc_info=True)
+        why = one_line(str(error) or type(error).__name__, 200)
+        print(f"treadle: cannot sign in to MCP server {config.name}: {why}", file=sys.stderr)
+        return 1
+    print(
+        f"Signed in to MCP server {config.name}; the tokens are in "
+        f"{oauth.token_path(auth_dir, config.name)}",
+        file=out,
+    )
+    return 0
+
+
+def _open_browser(url: str) -> None:
+    import webbrowser
+
+    with contextlib.suppress(Exception):
+        webbrowser.open(url)
+
+
 def status_lines(status: ServerStatus) -> list[str]:
     """A server's line (its name, how it is reached, how it went), then its tools."""
     config = status.config
@@ -66,6 +131,9 @@ def status_lines(status: ServerStatus) -> list[str]:
     if status.state != "started":
         return [*lines, f"  {status.detail}"]
     lines[0] += f"  {status.detail}"
+    offers = [f"prompts: {' '.join(status.prompts)}"] if status.prompts else []
+    offers += ["resources: through mcp_resource"] if status.resources else []
+    lines += [f"  {offer}" for offer in offers]
     if not status.tools:
         return [*lines, "  (no tools)"]
     width = max(len(tool.spec.name) for tool in status.tools)

@@ -24,7 +24,7 @@ from treadle.adapters.sessions import (
 )
 from treadle.domain.loop.stop import StoppedFirst, StopSignal
 from treadle.domain.values.conversation import Usage
-from treadle.domain.values.events import TurnEnded
+from treadle.domain.values.events import Notice, TurnEnded
 from treadle.domain.values.outcome import NoModel, OutcomeKind, Stopped, end_turn
 from treadle.domain.values.text import well_formed
 from treadle.entrypoints.config import (
@@ -310,6 +310,18 @@ async def _one_turn(
 
             found = container.workflows()
             turn = command_turn(found, command, task)
+            servers = container.mcp_servers()
+            if turn is None and servers is not None and command.startswith("mcp__"):
+                from treadle.entrypoints.workflows import CommandTurn
+
+                name = command.removeprefix("/")
+                try:  # a server's prompt (issue 25): its messages are the task
+                    expanded = await servers.expand_prompt(name, task)
+                except ValueError as problem:
+                    print(f"treadle: {problem}", file=sys.stderr)
+                    return USAGE_ERROR
+                said = f"/{name} from an MCP server's prompt"
+                turn = CommandTurn(expanded, "", Notice("command_run", said))
             if turn is None:
                 print(f"treadle: {unknown_command(found, command)}", file=sys.stderr)
                 return USAGE_ERROR

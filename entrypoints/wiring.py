@@ -217,12 +217,19 @@ def build_isolation(app: AppConfig, sandbox: Callable[[], Sandbox]) -> Workspace
 def build_tools(
     servers: McpServers | None = None, background: BackgroundProcesses | None = None
 ) -> list[Tool]:
-    """The built-in tools (bash's background processes in ``background``), then those
-    of the MCP servers that started."""
+    """The built-in tools (bash's background processes in ``background``), and
+    ``mcp_resource`` when a server that started offers resources. The servers' own tools
+    are the agent's catalog (``TurnPorts.catalog``): offered whole, or through
+    ``tool_search`` past ``mcp_tool_budget``."""
     from treadle.adapters.tools import file_tools
 
-    mcp = servers.tools() if servers is not None else []
-    return core_tools(background) + file_tools() + mcp
+    resources = servers.session_tools() if servers is not None else []
+    return core_tools(background) + file_tools() + resources
+
+
+def mcp_auth_dir() -> str:
+    """Where ``treadle mcp login`` keeps the servers' OAuth tokens: the state folder."""
+    return str(state_folder() / "mcp-auth")
 
 
 def open_mcp_servers(
@@ -245,6 +252,7 @@ def open_mcp_servers(
         passthrough_env=app.env_passthrough,
         allowed=app.mcp_allowed,
         redactor=redactor,
+        auth_dir=mcp_auth_dir(),
     )
     try:
         yield servers
@@ -304,10 +312,11 @@ def build_redactor(app: AppConfig) -> Redactor:
     configured = {}
     servers = mcp_server_configs(app)
     if servers:
-        from treadle.adapters.mcp.config import secret_values
+        from treadle.adapters.mcp.config import secret_values, stored_tokens
     for server in servers:
         key_envs += [server.bearer_token_env] if server.bearer_token_env else []
-        for index, value in enumerate(secret_values(server)):
+        signed_in = stored_tokens(mcp_auth_dir(), server.name) if server.oauth else []
+        for index, value in enumerate([*secret_values(server), *signed_in]):
             configured[f"TREADLE_MCP_{server.name}_SECRET_{index}"] = value
     environ = settings_environment(os.environ)
     return Redactor.from_environ({**environ, **configured}, also=[*key_envs, *configured])
@@ -464,6 +473,7 @@ def build_settings(
         ),
         subagents=SubAgentClocks(app.subagent_check_interval, app.subagent_deadline),
         subagent_depth=app.subagent_depth,
+        mcp_tool_budget=app.mcp_tool_budget,
         log_path=log_path,
         prices=model_prices(app),
         output=output_contract_of(app),

@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from treadle.domain.values.events import TurnEvent
 from treadle.domain.values.model import ToolSpec
+from treadle.domain.values.server_requests import (
+    FormAnswer,
+    FormRequest,
+    SamplingReply,
+    SamplingRequest,
+)
 from treadle.domain.values.tools import Access, ToolLimits, ToolOutcome, ToolResult
 from treadle.ports.clock import Clock
 from treadle.ports.process import ProcessRunner
@@ -18,6 +24,16 @@ StoppedResult = Callable[[str], ToolResult]
 
 def _nothing_kept(result: StoppedResult) -> None:
     """Where a context made without a loop sends what a stopped call did: nowhere."""
+
+
+async def _nobody_to_ask(request: FormRequest) -> FormAnswer:
+    """Where a context made without a loop sends a server's question: declined."""
+    return FormAnswer("decline")
+
+
+async def _no_model(request: SamplingRequest) -> SamplingReply:
+    """Where a context made without a loop sends a request for a completion: declined."""
+    return SamplingReply(declined=True, why="no model serves completions here")
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,6 +53,11 @@ class ToolContext:
     ``on_person(True)`` says the calling agent now waits for the person (a question, an
     approval), ``on_person(False)`` that the wait ended: a sub-agent's clocks stop
     meanwhile.
+
+    ``ask_form`` puts a tool's server's question (an MCP elicitation) to the person
+    and gives the answer (declined when nobody can answer); ``sample`` serves a
+    server's request for a completion with the session's model, as the approval
+    policy allows, its tokens counted in the turn's.
     """
 
     workspace: str
@@ -51,6 +72,8 @@ class ToolContext:
     on_person: Callable[[bool], None] = lambda waiting: None
     call_id: str = ""
     if_stopped: Callable[[StoppedResult], None] = _nothing_kept
+    ask_form: Callable[[FormRequest], Awaitable[FormAnswer]] = _nobody_to_ask
+    sample: Callable[[SamplingRequest], Awaitable[SamplingReply]] = _no_model
 
 
 class Tool(Protocol):
@@ -83,3 +106,12 @@ class PreviewsChanges(Protocol):
     """
 
     async def preview(self, arguments: Mapping[str, Any], context: ToolContext) -> str: ...
+
+
+class ToolCatalog(Protocol):
+    """Tools that come from outside and may change during a session (the MCP servers'):
+    asked before every request. When their schemas would take more than their share
+    of the window, the loop offers ``tool_search`` instead and only the tools it loaded
+    (see :mod:`treadle.domain.rules.tool_offer`)."""
+
+    def catalog_tools(self) -> Sequence[Tool]: ...

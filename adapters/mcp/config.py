@@ -31,12 +31,14 @@ TABLE_KEYS = (
     "url",
     "headers",
     "bearer_token_env",
+    "oauth",
+    "client_id",
     "enabled",
     "startup_timeout",
     "tool_timeout",
 )
 STDIO_ONLY = ("args", "env", "cwd")
-HTTP_ONLY = ("headers", "bearer_token_env")
+HTTP_ONLY = ("headers", "bearer_token_env", "oauth", "client_id")
 DEFAULT_STARTUP_TIMEOUT = 10.0
 
 _SERVER_NAME = re.compile(r"[A-Za-z0-9_-]+\Z")
@@ -64,6 +66,10 @@ class McpServerConfig:
     url: str = ""
     headers: Mapping[str, str] = field(default_factory=dict)
     bearer_token_env: str = ""
+    oauth: bool = False
+    """Sign in with OAuth (``treadle mcp login NAME``) instead of a static token."""
+    client_id: str = ""
+    """The OAuth client to sign in as, for a server that does not register clients."""
     enabled: bool = True
     startup_timeout: float = DEFAULT_STARTUP_TIMEOUT
     tool_timeout: float | None = None
@@ -152,7 +158,11 @@ def _check_value(key: str, value: object) -> Any:
                     key, f"must be an environment variable name, not {_shown(value)}"
                 )
             return value
-        case "enabled":
+        case "client_id":
+            if not isinstance(value, str) or not value.strip():
+                raise TableProblem(key, f"must be a non-empty string, not {_shown(value)}")
+            return value
+        case "enabled" | "oauth":
             if not isinstance(value, bool):
                 raise TableProblem(key, f"must be true or false, not {_shown(value)}")
             return value
@@ -186,3 +196,19 @@ def secret_values(config: McpServerConfig) -> list[str]:
         if name.lower() in _SECRET_HEADERS or _SECRET_NAME.search(name):
             values.append(value.split(" ", 1)[1] if value.lower().startswith("bearer ") else value)
     return values
+
+
+def stored_tokens(auth_dir: str, name: str) -> list[str]:
+    """The OAuth tokens ``treadle mcp login`` keeps for a server (``mcp-auth/NAME.json``),
+    for redaction: read as plain JSON, without the SDK."""
+    import json
+    import os
+
+    try:
+        with open(os.path.join(auth_dir, f"{name}.json"), encoding="utf-8") as stored:
+            tokens = json.load(stored).get("tokens", {})
+    except (OSError, ValueError, AttributeError):
+        return []
+    if not isinstance(tokens, dict):
+        return []
+    return [str(tokens[key]) for key in ("access_token", "refresh_token") if tokens.get(key)]

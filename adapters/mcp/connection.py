@@ -37,7 +37,7 @@ import anyio
 import httpx2
 import mcp_types as mcp
 from mcp.client._transport import TransportStreams
-from mcp.client.session import ClientSession
+from mcp.client.session import ClientRequestContext, ClientSession
 from mcp.shared.exceptions import MCPError
 from pydantic import ValidationError
 from returns.result import Failure, Result, Success
@@ -45,12 +45,23 @@ from returns.result import Failure, Result, Success
 from treadle import __version__
 from treadle.adapters.mcp.config import McpServerConfig
 from treadle.adapters.mcp.http import OVER_THE_LIMIT, MissingToken, http_transport
+from treadle.adapters.mcp.oauth import SignInNeeded
 from treadle.adapters.mcp.results import answer_of
+from treadle.adapters.mcp.server_requests import form_request, sampled, sampling_request
 from treadle.adapters.mcp.stdio import ServerProcess, stdio_transport
-from treadle.adapters.mcp.values import OVERSIZED, ListedTool, McpAnswer, McpCallFailure
+from treadle.adapters.mcp.values import (
+    OVERSIZED,
+    ListedPrompt,
+    ListedResource,
+    ListedTool,
+    McpAnswer,
+    McpCallFailure,
+    PromptArgument,
+)
 from treadle.adapters.mcp.wire import ToolListRepair, first_problem
 from treadle.adapters.process.tree import running_trees
 from treadle.domain.values.text import one_line
+from treadle.ports.tools import ToolContext
 
 log = logging.getLogger(__name__)
 
@@ -97,6 +108,8 @@ class McpConnection:
         grace: float = 1.0,
         probe_timeout: float = PROBE_TIMEOUT,
         on_failure: Callable[[str], None] = lambda why: None,
+        on_change: Callable[[str, str], None] = lambda server, what: None,
+        auth_dir: str = "",
     ) -> None:
         self.config = config
         self.state: State = "new"
@@ -111,6 +124,11 @@ class McpConnection:
         self._log_path = log_path
         self._probe_timeout = probe_timeout
         self._on_failure = on_failure
+        self._on_change = on_change
+        self._auth_dir = auth_dir
+        """Hears ``(server, "tools" | "resources" | "prompts")`` when a list changed."""
+        self.prompts: tuple[ListedPrompt, ...] = ()
+        self.has_resources = False
         self._process = ServerProcess(grace=grace)
         self._http_status: int | None = None
         self._repair = ToolListRepair()
@@ -123,6 +141,11 @@ class McpConnection:
         self._finished = anyio.Event()
         self._background: set[asyncio.Future[Any]] = set()
         self._dropped = False
+        self._calling: list[ToolContext] = []
+        """The contexts of the calls running now, the latest last: a server's question
+        or request for a completion mid-call goes to the latest."""
+        self.protocol_version = ""
+        self._relisting: set[asyncio.Future[Any]] = set()
 
     @property
     def name(self) -> str:
@@ -189,14 +212,22 @@ class McpConnection:
                             write,
                             client_info=mcp.Implementation(name="treadle", version=__version__),
                             message_handler=self._on_message,
+                            elicitation_callback=self._on_elicitation,
+                            sampling_callback=self._on_sampling,
                         )
                     )
                     result = await session.initialize()
                     self.server_info = f"{result.server_info.name} {result.server_info.version}"
+                    self.protocol_version = str(result.protocol_version)
                     self._repair.version = result.protocol_version
                     self._phase = "tools/list"
                     self.tools, again = _once_each(await _listed_tools(session))
                     self.notes = (*self._repair.notes, *again)
+                    offers = result.capabilities
+                    self.has_resources = offers.resources is not None
+                    if offers.prompts is not None:
+                        self._phase = "prompts/list"
+                        self.prompts = await _listed_prompts(session)
                     self._session = session
                     self._ready.set_result(None)
                     await self._until_the_end()
@@ -225,7 +256,12 @@ class McpConnection:
                 log_path=self._log_path,
                 process_state=self._process,
             )
-        return http_transport(self.config, self._remember_status)
+        auth = None
+        if self.config.oauth:
+            from treadle.adapters.mcp.oauth import session_auth
+
+            auth = session_auth(self.config, self._auth_dir)
+        return http_transport(self.config, self._remember_status, auth)
 
     def _remember_status(self, status: int) -> None:
         self._http_status = status
@@ -274,10 +310,17 @@ class McpConnection:
 
     # Calls ---------------------------------------------------------------------------
 
-    async def call(self, tool: str, arguments: dict[str, Any], timeout: float) -> CallResult:
+    async def call(
+        self,
+        tool: str,
+        arguments: dict[str, Any],
+        timeout: float,
+        context: ToolContext | None = None,
+    ) -> CallResult:
         """Run ``tools/call`` for the server's tool ``tool`` within ``timeout`` seconds.
 
         Cancelling the awaiting task stops the call (the server is told) and re-raises.
+        What the server asks meanwhile (a question, a completion) goes to ``context``.
         """
         session = self._session
         if session is None or self.state != "ready":
@@ -286,13 +329,44 @@ class McpConnection:
                 McpCallFailure("not_running", f"the MCP server {self.name} is not running ({why})")
             )
         inner = asyncio.ensure_future(self._call(session, tool, arguments, timeout))
+        if context is not None:
+            self._calling.append(context)
         try:
-            return await asyncio.shield(inner)
+            result = await asyncio.shield(inner)
+            await self._relisted()
+            return result
         except asyncio.CancelledError:
             if not inner.done():
                 inner.cancel()  # exactly once: see the module's docstring
                 self._keep(inner)
             raise
+        finally:
+            if context is not None:
+                self._calling.remove(context)
+
+    # What the server asks of treadle ------------------------------------------------
+
+    async def _on_elicitation(
+        self, context: ClientRequestContext, params: mcp.ElicitRequestParams
+    ) -> mcp.ElicitResult | mcp.ErrorData:
+        """A question for the person mid-call; outside a call, nobody is asked."""
+        calling = self._calling[-1] if self._calling else None
+        if calling is None:
+            return mcp.ElicitResult(action="decline")
+        answer = await calling.ask_form(form_request(self.name, params))
+        if answer.action != "accept" or isinstance(params, mcp.ElicitRequestURLParams):
+            return mcp.ElicitResult(action=answer.action)
+        return mcp.ElicitResult(action="accept", content=dict(answer.content))
+
+    async def _on_sampling(
+        self, context: ClientRequestContext, params: mcp.CreateMessageRequestParams
+    ) -> mcp.CreateMessageResult | mcp.CreateMessageResultWithTools | mcp.ErrorData:
+        """A completion from the session's model, mid-call, as the policy allows."""
+        calling = self._calling[-1] if self._calling else None
+        if calling is None:
+            return mcp.ErrorData(code=mcp.INVALID_REQUEST, message="no call is running")
+        reply = await calling.sample(sampling_request(self.name, params))
+        return sampled(reply)
 
     async def _call(
         self, session: ClientSession, tool: str, arguments: dict[str, Any], timeout: float
@@ -388,8 +462,146 @@ class McpConnection:
     async def _on_message(self, message: object) -> None:
         if isinstance(message, Exception):
             log.debug("MCP server %s sent something unreadable: %s", self.name, message)
-        else:
-            log.debug("MCP server %s notified: %s", self.name, type(message).__name__)
+            return
+        log.debug("MCP server %s notified: %s", self.name, type(message).__name__)
+        # Listed again on a task of its own: a request awaited here would hold up the
+        # reading of its own answer.
+        if isinstance(message, mcp.ToolListChangedNotification):
+            self._relist(asyncio.ensure_future(self._list_again("tools")))
+        elif isinstance(message, mcp.PromptListChangedNotification):
+            self._relist(asyncio.ensure_future(self._list_again("prompts")))
+        elif isinstance(message, mcp.ResourceListChangedNotification):
+            self._on_change(self.name, "resources")  # listed when asked for: nothing kept
+
+    def _relist(self, task: asyncio.Future[Any]) -> None:
+        self._keep(task)
+        self._relisting.add(task)
+        task.add_done_callback(self._relisting.discard)
+
+    async def _relisted(self) -> None:
+        """A call that changed the server's tools (it said so before its result) ends
+        once they are listed again: the next request offers the new ones."""
+        await asyncio.sleep(0)  # the notification's handler, if it came first, runs now
+        if self._relisting:
+            await asyncio.wait(set(self._relisting), timeout=self._probe_timeout)
+
+    async def _list_again(self, what: Literal["tools", "prompts"]) -> None:
+        """A list the server says changed, listed again (after start-up: before it, the
+        first listing is still to come)."""
+        session = self._session
+        if session is None or self.state != "ready":
+            return
+        try:
+            if what == "tools":
+                tools, notes = _once_each(await _listed_tools(session))
+                self.tools, self.notes = tools, (*self._repair.notes, *notes)
+            else:
+                self.prompts = await _listed_prompts(session)
+        except Exception:
+            log.warning(
+                "MCP server %s: its %s could not be listed again", self.name, what, exc_info=True
+            )
+            return
+        self._on_change(self.name, what)
+
+    # Resources and prompts ---------------------------------------------------------------
+
+    async def resources(self, timeout: float) -> Result[tuple[ListedResource, ...], McpCallFailure]:
+        """The resources the server lists, and its templates of resources."""
+
+        async def listed(session: ClientSession) -> tuple[ListedResource, ...]:
+            found: list[ListedResource] = []
+            cursor: str | None = None
+            for _ in range(LIST_PAGES):
+                params = mcp.PaginatedRequestParams(cursor=cursor) if cursor else None
+                page = await session.list_resources(params=params)
+                found += [
+                    ListedResource(str(r.uri), r.name, r.description or "", r.mime_type or "")
+                    for r in page.resources
+                ]
+                cursor = page.next_cursor
+                if not cursor:
+                    break
+            with contextlib.suppress(MCPError):  # a server without templates may refuse
+                templates = await session.list_resource_templates()
+                found += [
+                    ListedResource(
+                        t.uri_template, t.name, t.description or "", t.mime_type or "", True
+                    )
+                    for t in templates.resource_templates
+                ]
+            return tuple(found)
+
+        return await self._request(listed, timeout)
+
+    async def read_resource(self, uri: str, timeout: float) -> Result[McpAnswer, McpCallFailure]:
+        """A resource's contents: text as it is, binary data described by size and type."""
+
+        async def read(session: ClientSession) -> McpAnswer:
+            result = await session.read_resource(uri)
+            assert isinstance(result, mcp.ReadResourceResult)
+            parts = []
+            for content in result.contents:
+                if isinstance(content, mcp.TextResourceContents):
+                    parts.append(content.text)
+                else:
+                    size = len(content.blob) * 3 // 4
+                    kind = content.mime_type or "binary data"
+                    parts.append(f"[{kind}, about {size} bytes, at {content.uri}]")
+            return McpAnswer("\n".join(parts))
+
+        return await self._request(read, timeout)
+
+    async def get_prompt(
+        self, name: str, arguments: dict[str, str], timeout: float
+    ) -> Result[str, McpCallFailure]:
+        """A prompt's messages, as the text of one task (each message's role named
+        when more than one speaks)."""
+
+        async def expanded(session: ClientSession) -> str:
+            result = await session.get_prompt(name, arguments)
+            assert isinstance(result, mcp.GetPromptResult)
+            parts = []
+            for message in result.messages:
+                content = message.content
+                if isinstance(content, mcp.TextContent):
+                    text = content.text
+                elif isinstance(content, mcp.EmbeddedResource):
+                    inner = content.resource
+                    text = (
+                        inner.text
+                        if isinstance(inner, mcp.TextResourceContents)
+                        else (f"[{inner.mime_type or 'binary data'} at {inner.uri}]")
+                    )
+                else:
+                    text = f"[{getattr(content, 'type', 'content')} left out]"
+                roles = {m.role for m in result.messages}
+                parts.append(text if roles == {"user"} else f"{message.role}: {text}")
+            return "\n\n".join(parts)
+
+        return await self._request(expanded, timeout)
+
+    async def _request(
+        self, asked: Callable[[ClientSession], Any], timeout: float
+    ) -> Result[Any, McpCallFailure]:
+        """One request of ours (not a tool's call), within ``timeout``; its failure as
+        a value that says why."""
+        session = self._session
+        if session is None or self.state != "ready":
+            why = self.error or "it was stopped"
+            return Failure(
+                McpCallFailure("not_running", f"the MCP server {self.name} is not running ({why})")
+            )
+        try:
+            with anyio.fail_after(timeout):
+                return Success(await asked(session))
+        except TimeoutError:
+            return Failure(McpCallFailure("deadline", f"no answer within {timeout:g} s"))
+        except MCPError as error:
+            return Failure(McpCallFailure("protocol", f"MCP error {error.code}: {error.message}"))
+        except (RuntimeError, ValidationError, AssertionError) as error:
+            why = first_problem(error) if isinstance(error, ValidationError) else str(error)
+            return Failure(McpCallFailure("protocol", f"an answer treadle cannot use ({why})"))
 
     # Saying what happened ----------------------------------------------------------------
 
@@ -412,7 +624,9 @@ class McpConnection:
     def _startup_failure(self, error: Exception) -> str:
         """Why the start failed, from the error (perhaps in task groups) it ended with."""
         causes = list(_leaves(error))
-        if token := next((cause for cause in causes if isinstance(cause, MissingToken)), None):
+        if token := next(
+            (cause for cause in causes if isinstance(cause, MissingToken | SignInNeeded)), None
+        ):
             return str(token)
         if isinstance(error, OSError) and self._process.pid is None:
             return f"cannot start {self.config.command}: {error.strerror or error}"
@@ -464,6 +678,26 @@ async def _listed_tools(session: ClientSession) -> tuple[ListedTool, ...]:
     return tuple(tools)
 
 
+async def _listed_prompts(session: ClientSession) -> tuple[ListedPrompt, ...]:
+    prompts: list[ListedPrompt] = []
+    cursor: str | None = None
+    for _ in range(LIST_PAGES):
+        params = mcp.PaginatedRequestParams(cursor=cursor) if cursor else None
+        page = await session.list_prompts(params=params)
+        for prompt in page.prompts:
+            arguments = tuple(
+                PromptArgument(a.name, a.description or "", bool(a.required))
+                for a in prompt.arguments or ()
+            )
+            prompts.append(
+                ListedPrompt(prompt.name, prompt.description or prompt.title or "", arguments)
+            )
+        cursor = page.next_cursor
+        if not cursor:
+            break
+    return tuple(prompts)
+
+
 def _once_each(tools: tuple[ListedTool, ...]) -> tuple[tuple[ListedTool, ...], list[str]]:
     """The tools, each name once (as first listed: a call names only the tool), and
     a note for each name listed more than once."""
@@ -501,6 +735,8 @@ def describe(error: BaseException) -> str:
         return "; ".join(describe(inner) for inner in error.exceptions)
     if isinstance(error, MCPError):
         return f"MCP error {error.code}: {error.message}"
+    if isinstance(error, SignInNeeded):
+        return str(error)
     if isinstance(error, httpx2.ConnectError):
         return f"cannot connect: {_refusal(error)}"
     return f"{type(error).__name__}: {error}" if str(error) else type(error).__name__

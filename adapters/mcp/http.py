@@ -67,7 +67,9 @@ def request_headers(config: McpServerConfig) -> dict[str, str]:
 
 @contextlib.asynccontextmanager
 async def http_transport(
-    config: McpServerConfig, on_error_status: Callable[[int], None]
+    config: McpServerConfig,
+    on_error_status: Callable[[int], None],
+    auth: httpx2.Auth | None = None,
 ) -> AsyncIterator[TransportStreams]:
     async def remember(response: httpx2.Response) -> None:
         if response.status_code >= 400:
@@ -81,6 +83,7 @@ async def http_transport(
             response.stream = _Capped(response.stream, MAX_MESSAGE, compressed=compressed)
 
     client = httpx2.AsyncClient(
+        auth=auth,
         headers={"Accept-Encoding": "identity", **request_headers(config)},
         # A call's own deadline bounds its wait; a result may stream for as long.
         timeout=httpx2.Timeout(config.startup_timeout, read=None),

@@ -40,7 +40,11 @@ class McpCaller(Protocol):
     """Where a tool's calls go: its server's connection."""
 
     async def call(
-        self, tool: str, arguments: dict[str, Any], timeout: float
+        self,
+        tool: str,
+        arguments: dict[str, Any],
+        timeout: float,
+        context: ToolContext | None = None,
     ) -> Result[McpAnswer, McpCallFailure]: ...
 
 
@@ -87,7 +91,7 @@ class McpTool:
         timeout = self._timeout or context.limits.default_timeout
         started = context.clock.now()
         server = self._offered.server_arguments(arguments)
-        outcome = await self._caller.call(self.listed.name, server, timeout)
+        outcome = await self._caller.call(self.listed.name, server, timeout, context)
         elapsed = context.clock.now() - started
         match outcome:
             case Success(McpAnswer(text=text, is_error=is_error)):

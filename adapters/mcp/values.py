@@ -46,3 +46,30 @@ class McpCallFailure:
 
     kind: CallFailureKind
     detail: str
+
+
+@dataclass(frozen=True, slots=True)
+class ListedResource:
+    """A resource a server lists (or a template of them: ``uri`` holds ``{…}``)."""
+
+    uri: str
+    name: str
+    description: str = ""
+    mime_type: str = ""
+    template: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class PromptArgument:
+    name: str
+    description: str = ""
+    required: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ListedPrompt:
+    """A prompt a server lists, offered as the slash command ``/mcp__server__name``."""
+
+    name: str
+    description: str
+    arguments: tuple[PromptArgument, ...] = ()

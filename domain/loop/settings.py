@@ -56,6 +56,9 @@ class TurnSettings:
     limits: ToolLimits = field(default_factory=ToolLimits)
     subagents: SubAgentClocks = field(default_factory=SubAgentClocks)
     subagent_depth: int = 3
+    mcp_tool_budget: float = 0.10
+    """The share of the window the MCP tools' schemas may take; past it they are loaded
+    on demand through ``tool_search`` (see ``domain/rules/tool_offer.py``)."""
     """How deep sub-agents may nest: the main agent's are 1 deep, theirs 2…"""
     log_path: str = ""
     """Where tracebacks go (the session's ``treadle.log``); named by a failure's line."""

@@ -21,10 +21,12 @@ from treadle.domain.loop.builtin_tools import AskTool, BashTool, UpdatePlanTool
 from treadle.domain.loop.context import SharedWindow
 from treadle.domain.loop.named_agents import ModelsByName, named_setup
 from treadle.domain.loop.response import Answer, Responder
+from treadle.domain.loop.server_requests import complete, fill_form
 from treadle.domain.loop.settings import TurnSettings
 from treadle.domain.loop.spending import SpendingMeter
 from treadle.domain.loop.stop import STOPPED, StoppedFirst, StopSignal
 from treadle.domain.loop.subagent import AgentTool
+from treadle.domain.loop.tool_search import ToolSearchTool
 from treadle.domain.rules.approval import Ask, Deny, decide_approval, declined_text
 from treadle.domain.rules.arguments import arguments_object, parse_arguments
 from treadle.domain.rules.context_window import ContextState
@@ -32,7 +34,9 @@ from treadle.domain.rules.final_answer import correction_request, read_value
 from treadle.domain.rules.history import INTERRUPTED_RESULT, History, close_unanswered
 from treadle.domain.rules.limits import LimitNear
 from treadle.domain.rules.output_bound import OutputBound
+from treadle.domain.rules.sampling import SAMPLING_TOOL, decide_sampling, sampling_summary
 from treadle.domain.rules.tokens import measured_as
+from treadle.domain.rules.tool_offer import TOOL_SEARCH, UNKNOWN_WINDOW, loaded_tools, offer_tools
 from treadle.domain.values.conversation import Message, ToolCall, Usage
 from treadle.domain.values.events import (
     BackgroundCount,
@@ -47,7 +51,7 @@ from treadle.domain.values.events import (
     TurnStarted,
     UsageUpdated,
 )
-from treadle.domain.values.model import ServerFacts
+from treadle.domain.values.model import ServerFacts, ToolSpec
 from treadle.domain.values.outcome import (
     Answered,
     Crashed,
@@ -59,6 +63,12 @@ from treadle.domain.values.outcome import (
     TurnEnding,
     TurnOutcome,
     end_turn,
+)
+from treadle.domain.values.server_requests import (
+    FormAnswer,
+    FormRequest,
+    SamplingReply,
+    SamplingRequest,
 )
 from treadle.domain.values.text import well_formed
 from treadle.domain.values.tools import (
@@ -76,7 +86,7 @@ from treadle.ports.isolation import WorkspaceIsolation
 from treadle.ports.model import Model, ModelServer
 from treadle.ports.process import ProcessRunner
 from treadle.ports.terminal import Terminal
-from treadle.ports.tools import PreviewsChanges, StoppedResult, Tool, ToolContext
+from treadle.ports.tools import PreviewsChanges, StoppedResult, Tool, ToolCatalog, ToolContext
 from treadle.ports.transcript import TranscriptStore
 from treadle.ports.turn_start import TurnStart
 
@@ -102,6 +112,8 @@ class TurnPorts:
     """Builds another model by its name, for a named sub-agent that asks for one."""
     isolation: WorkspaceIsolation | None = None
     """Makes a sub-agent's own worktree (``isolation: "worktree"``); None: not offered."""
+    catalog: ToolCatalog | None = None
+    """Tools from outside (the MCP servers'), asked for before every request."""
 
 
 def core_tools(background: BackgroundProcesses | None = None) -> list[Tool]:
@@ -168,6 +180,7 @@ class Agent:
                 agents=self.settings.agents,
                 isolation=ports.isolation,
             )
+        self._search = ToolSearchTool(self._outside_specs)
         self._allowed = set(self.settings.allowed_prefixes)
         self.person_listener: Callable[[bool], None] | None = None
         self.responder = Responder(
@@ -261,6 +274,48 @@ class Agent:
         """Tokens spent on this agent's behalf (by a sub-agent) count in its turn."""
         self.usage += usage
         self.emit(UsageUpdated(usage, self.usage, self.requests, self.name))
+
+    # The tools a request offers ------------------------------------------------------
+
+    def _outside(self) -> dict[str, Tool]:
+        """The catalog's tools as they are now, by name (a built-in one wins a name)."""
+        catalog = self.ports.catalog
+        if catalog is None:
+            return {}
+        return {t.spec.name: t for t in catalog.catalog_tools() if t.spec.name not in self.tools}
+
+    def _outside_specs(self) -> list[ToolSpec]:
+        return [tool.spec for tool in self._outside().values()]
+
+    def offered_specs(self) -> list[ToolSpec]:
+        """What the next request offers: the built-in tools, and the catalog's — all of
+        them while they fit ``mcp_tool_budget`` of the window, else ``tool_search``
+        and the ones it loaded (read from the conversation)."""
+        specs = [tool.spec for tool in self.tools.values()]
+        outside = self._outside()
+        if not outside:
+            return specs
+        window = self.responder.context.window
+        offer = offer_tools(
+            [tool.spec for tool in outside.values()],
+            loaded_tools(self.history.messages),
+            window=window.tokens if window is not None else UNKNOWN_WINDOW,
+            share=self.settings.mcp_tool_budget,
+        )
+        specs += [outside[name].spec for name in offer.names]
+        if offer.search:
+            specs.append(self._search.spec)
+        return specs
+
+    def tool_named(self, name: str) -> Tool | None:
+        """A tool the model may call: a built-in one, ``tool_search``, or the catalog's
+        (also one not loaded: the model may know its name from a search)."""
+        tool = self.tools.get(name)
+        if tool is not None:
+            return tool
+        if name == TOOL_SEARCH and self.ports.catalog is not None:
+            return self._search
+        return self._outside().get(name)
 
     # The loop --------------------------------------------------------------------
 
@@ -364,11 +419,11 @@ class Agent:
     async def _loop(self, stop: StopSignal) -> TurnEnding:
         if not self.name and await stop.race(self._ask_the_server()) is STOPPED:
             return Stopped()
-        specs = [tool.spec for tool in self.tools.values()]
         corrected = False
         while True:
             if (spent := self._over_limit()) is not None:
                 return spent
+            specs = self.offered_specs()  # a search, or a server's change, may change them
             answer = await self.responder.respond(self.history, specs, stop)
             if not isinstance(answer, Answer):
                 return answer
@@ -425,7 +480,7 @@ class Agent:
         """
         close_unanswered(self.history)
         self.history.append(Message.user(task))
-        specs = [tool.spec for tool in self.tools.values()]
+        specs = self.offered_specs()
         answer = await self.responder.respond(self.history, specs, stop, tools_allowed=False)
         if isinstance(answer, Answer):
             # Its calls are dropped: its reasoning all comes before the text.
@@ -442,8 +497,8 @@ class Agent:
         ended: TurnEnding | None = None
         if not await self._host_started(stop):
             ended = Stopped()
-        for batch in _batches(answer.tool_calls, self.tools) if ended is None else ():
-            if isinstance(self.tools.get(batch[0].name), AgentTool):
+        for batch in _batches(answer.tool_calls, self.tool_named) if ended is None else ():
+            if isinstance(self.tool_named(batch[0].name), AgentTool):
                 # Sub-agents hear the stop themselves, end at once and still report.
                 await self._run_batch(batch, results, stop)
                 raced: StoppedFirst | None = STOPPED if stop.is_set else None
@@ -484,7 +539,7 @@ class Agent:
             raise
 
     async def _run_call(self, call: ToolCall, stop: StopSignal) -> ToolOutcome:
-        tool = self.tools.get(call.name)
+        tool = self.tool_named(call.name)
         if tool is None:
             known = ", ".join(self.tools)
             return self._refuse(call, f"unknown tool '{call.name}'; the tools are: {known}")
@@ -614,8 +669,45 @@ class Agent:
             agent=self.name,
             on_person=self.waiting_on_person,
             call_id=call_id,
+            ask_form=self._ask_form,
+            sample=self._sample,
             **({"if_stopped": if_stopped} if if_stopped is not None else {}),
         )
+
+    async def _ask_form(self, request: FormRequest) -> FormAnswer:
+        """A server's question mid-call, put to the person (declined when nobody can
+        answer: the call, and the turn, go on)."""
+        where = f" ({request.url})" if request.url else ""
+        self.emit(Notice("mcp_question", f"MCP server {request.server} asks{where}.", self.name))
+        answer = await fill_form(request, self._ask_question)
+        said = f"MCP server {request.server}'s question: {answer.action}"
+        self.emit(Notice("mcp_question", said + ".", self.name))
+        return answer
+
+    async def _sample(self, request: SamplingRequest) -> SamplingReply:
+        """A server's request for a completion: the approval policy decides (``ask``
+        asks the person), the session's model answers, and its tokens are this turn's."""
+        decision = decide_sampling(self.settings.approval)
+        summary = sampling_summary(request)
+        if decision == "decline":
+            return SamplingReply(declined=True, why="the approval policy (read-only) declines it")
+        if decision == "ask":
+            question = ApprovalRequest(SAMPLING_TOOL, summary, "", self.name)
+            self.waiting_on_person(True)
+            try:
+                reply = await self.ports.terminal.ask_approval(question)
+            finally:
+                self.waiting_on_person(False)
+            if reply is None:
+                return SamplingReply(declined=True, why="nobody is here to approve it")
+            if reply == "no" or isinstance(reply, Declined):
+                return SamplingReply(declined=True, why="the person declined it")
+        answer, usage = await complete(self.ports.model, request)
+        self.add_usage(usage)
+        tokens = f"{usage.input_tokens} in, {usage.output_tokens} out"
+        said = f"MCP server {request.server} asked the model for a completion ({tokens})."
+        self.emit(Notice("mcp_sampling", said, self.name))
+        return answer
 
     async def _ask_question(self, question: str) -> str | None:
         self.waiting_on_person(True)
@@ -654,13 +746,15 @@ def _result_message(call: ToolCall, outcome: ToolOutcome | None, bound: int) -> 
     return Message.tool(call.id, INTERRUPTED_RESULT, is_error=True, interrupted=True)
 
 
-def _batches(calls: Sequence[ToolCall], tools: dict[str, Tool]) -> list[list[ToolCall]]:
+def _batches(
+    calls: Sequence[ToolCall], tool_named: Callable[[str], Tool | None]
+) -> list[list[ToolCall]]:
     """Group neighbouring calls that may run side by side: reads with reads, sub-agents
     with sub-agents; every other call runs alone, in order."""
     batches: list[list[ToolCall]] = []
     previous = ""
     for call in calls:
-        tool = tools.get(call.name)
+        tool = tool_named(call.name)
         kind = (
             "agent"
             if isinstance(tool, AgentTool)

@@ -18,6 +18,10 @@ NoticeKind = Literal[
     "mcp_server_failed",  # an MCP server did not start
     "mcp_server_stopped",  # an MCP server stopped during the session
     "mcp_tool_list_repaired",  # an MCP server's tool list needed repairs
+    "mcp_question",  # an MCP server asked the person something mid-call (elicitation)
+    "mcp_sampling",  # an MCP server asked the session's model for a completion
+    "mcp_tools_changed",  # an MCP server's tools or resources changed mid-session
+    "mcp_tools_loaded",  # tool_search loaded MCP tools into the next requests
     "sandbox_unavailable",  # commands run without the sandbox asked for
     "skill_loaded",  # the skill tool loaded a skill
     "skills_offered",  # the skills offered to the model in the request

@@ -164,6 +164,7 @@ def test_every_key_can_be_set_from_a_file(places: tuple[Path, Path, dict[str, st
             "project_instructions = false",
             "project_instructions_limit = 100",
             'mcp_allowed = ["mcp__time__*"]',
+            "mcp_tool_budget = 0.2",
             'sandbox = "read-only"',
             'sandbox_writable = ["/opt/cache"]',
             'sandbox_network = "allowlist"',

@@ -213,7 +213,7 @@ def test_treadle_mcp_lists_the_servers_whether_each_started_and_their_tools(here
     assert run_subcommand(["mcp"], out) == 1  # a server failed
     lines = out.getvalue().splitlines()
     assert lines[0].startswith(f"test  started  (stdio: {sys.executable} {SERVER} stdio")
-    assert "treadle-test 1.0, in " in lines[0]
+    assert "treadle-test 1.0, MCP 2025-11-25, in " in lines[0]  # the protocol it speaks
     tools = {line.split()[0]: line.split()[1] for line in lines if line.startswith("  mcp__")}
     assert tools["mcp__test__echo"] == "read-only"
     assert tools["mcp__test__fail"] == "asks"

@@ -9,8 +9,10 @@ Its tools: ``echo`` answers (read-only), ``fail`` fails (``isError``), ``hang`` 
 answers until cancelled, ``wedge`` blocks the whole server, ``image`` returns a PNG,
 ``big`` returns many characters, ``lone`` (over HTTP) a lone surrogate, ``crash``
 kills the server mid-call, ``spawn_child`` leaves a ``sleep`` in its group,
-``environment`` tells its folder and variables, and ``pick``, ``tag``, ``nothing``,
-``query`` and ``files.read`` have names or schemas the model providers would refuse
+``environment`` tells its folder and variables, ``grow`` adds the tool ``grown``
+and says the list changed (``notifications/tools/list_changed``), and ``pick``,
+``tag``, ``nothing``, ``query`` and ``files.read`` have names or schemas the model
+providers would refuse
 as they are. Each request (a call with its arguments),
 tool start and cancellation is a line in the ``--log`` file, so a test can see what
 the server saw.
@@ -73,7 +75,7 @@ class Logged:
 
 def build_server() -> Any:
     import anyio
-    from mcp.server.mcpserver import Image, MCPServer
+    from mcp.server.mcpserver import Context, Image, MCPServer
     from mcp.server.mcpserver.exceptions import ToolError
     from mcp.server.mcpserver.tools import Tool
     from mcp_types import ToolAnnotations
@@ -195,6 +197,20 @@ def build_server() -> Any:
     def environment(names: list[str]) -> str:
         """The server's folder and the values of ``names`` in its environment."""
         return json.dumps({"cwd": os.getcwd(), **{name: os.environ.get(name) for name in names}})
+
+    def grown() -> str:
+        """A tool added mid-session."""
+        return "grown answered"
+
+    async def grow(ctx: Any) -> str:
+        """Adds the tool grown, and says so."""
+        server.add_tool(grown, annotations=ToolAnnotations(read_only_hint=True))
+        await ctx.request_context.session.send_tool_list_changed()
+        return "grew"
+
+    # The SDK finds its Context by the annotation, which a postponed one hides from it.
+    grow.__annotations__ = {"ctx": Context, "return": str}
+    server.add_tool(grow)
 
     @server.tool(name="files.read", annotations=ToolAnnotations(read_only_hint=True))
     def files_read(path: str) -> str:

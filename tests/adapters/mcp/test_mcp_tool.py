@@ -28,7 +28,7 @@ class FakeServer:
         self.calls: list[tuple[str, dict[str, Any], float]] = []
 
     async def call(
-        self, tool: str, arguments: dict[str, Any], timeout: float
+        self, tool: str, arguments: dict[str, Any], timeout: float, context: object = None
     ) -> Result[McpAnswer, McpCallFailure]:
         self.calls.append((tool, arguments, timeout))
         return self.answers[tool]
