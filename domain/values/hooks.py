@@ -1,0 +1,146 @@
+"""Lifecycle hooks (issue 23), in the shape Claude Code reads them: a ``hooks`` table of
+events, each a list of groups of a ``matcher`` and the commands it runs.
+
+These are the nouns; :mod:`treadle.domain.rules.hooks` reads a table, matches a group
+and decides what a command's ending means; :mod:`treadle.adapters.workflows.hooks`
+runs the commands; :mod:`treadle.domain.loop.hooks` calls them from the turn.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Literal
+
+
+class HookEvent(enum.StrEnum):
+    """When a hook runs; the value is Claude Code's name of the event."""
+
+    SESSION_START = "SessionStart"
+    USER_PROMPT_SUBMIT = "UserPromptSubmit"
+    PRE_TOOL_USE = "PreToolUse"
+    POST_TOOL_USE = "PostToolUse"
+    PRE_COMPACT = "PreCompact"
+    STOP = "Stop"
+    SUBAGENT_STOP = "SubagentStop"
+    NOTIFICATION = "Notification"
+
+
+DEFAULT_HOOK_TIMEOUT = 60.0
+"""A hook's deadline in seconds when its ``timeout`` is not given (Claude Code's)."""
+
+AttentionKind = Literal["turn_ended", "permission_prompt", "question"]
+"""Why the person is wanted at the terminal: a turn ended, a call waits for a yes, the
+model asked a question. The Notification hook's ``notification_type``."""
+
+SessionSource = Literal["startup", "resume"]
+"""How a session began, as SessionStart's ``source`` (and its matcher) says it."""
+
+CompactTrigger = Literal["auto", "manual"]
+
+
+@dataclass(frozen=True, slots=True)
+class HookCommand:
+    """One command of a group: a shell command line, and its deadline in seconds."""
+
+    command: str
+    timeout: float = DEFAULT_HOOK_TIMEOUT
+
+
+@dataclass(frozen=True, slots=True)
+class HookGroup:
+    """Commands that run at ``event`` when ``matcher`` matches (``""``: always).
+    ``source`` says where the group was written (a file's path)."""
+
+    event: HookEvent
+    matcher: str
+    commands: tuple[HookCommand, ...]
+    source: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class HookTable:
+    """Every hook a session runs, in the order the files gave them."""
+
+    groups: tuple[HookGroup, ...] = ()
+
+    def __add__(self, other: HookTable) -> HookTable:
+        return HookTable(self.groups + other.groups)
+
+    def events(self) -> frozenset[HookEvent]:
+        return frozenset(group.event for group in self.groups)
+
+    def sources(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(group.source for group in self.groups))
+
+
+@dataclass(frozen=True, slots=True)
+class HookInput:
+    """What happened, as a hook is told it (the session's fields are the adapter's).
+
+    ``tool_name`` and ``tool_input`` are treadle's; the hook reads Claude Code's
+    names (:func:`treadle.domain.rules.hooks.hook_payload`). ``subject`` is what a
+    matcher is tested against: the tool's name, a session's source, a compaction's
+    trigger, a notification's type."""
+
+    event: HookEvent
+    tool_name: str = ""
+    tool_input: Mapping[str, object] = field(default_factory=dict)
+    tool_response: Mapping[str, object] | None = None
+    prompt: str = ""
+    stop_hook_active: bool = False
+    source: str = ""
+    trigger: str = ""
+    message: str = ""
+    notification_type: str = ""
+    agent: str = ""
+
+    @property
+    def subject(self) -> str:
+        match self.event:
+            case HookEvent.PRE_TOOL_USE | HookEvent.POST_TOOL_USE:
+                return self.tool_name
+            case HookEvent.SESSION_START:
+                return self.source
+            case HookEvent.PRE_COMPACT:
+                return self.trigger
+            case HookEvent.NOTIFICATION:
+                return self.notification_type
+        return ""
+
+
+@dataclass(frozen=True, slots=True)
+class HookRun:
+    """How one hook's command ended: its exit code (None: a signal, or it never
+    started), what it wrote on stdout and on stderr, whether its deadline stopped it,
+    and why it could not start ("" : it did)."""
+
+    command: str
+    exit_code: int | None
+    stdout: str = ""
+    stderr: str = ""
+    timed_out: bool = False
+    failure: str = ""
+    timeout: float = DEFAULT_HOOK_TIMEOUT
+    duration: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class HookVerdict:
+    """What the hooks of one event said, all together.
+
+    ``blocked``: one refused (the call, the prompt, the turn's end); ``reason`` is
+    what it said, for the model (or the person). ``context`` is text the hooks add to
+    the conversation (SessionStart, UserPromptSubmit). ``problems`` are one line each:
+    a hook that failed, hung, or wrote what cannot be read. ``ran`` counts the
+    commands run."""
+
+    blocked: bool = False
+    reason: str = ""
+    context: tuple[str, ...] = ()
+    problems: tuple[str, ...] = ()
+    ran: int = 0
+
+
+NO_VERDICT = HookVerdict()
