@@ -55,14 +55,14 @@ class TurnHooks:
         self.session_started = False
         self._background: set[asyncio.Future[HookVerdict]] = set()
 
-    async def _fire(self, happened: HookInput) -> HookVerdict:
+    async def _fire(self, happened: HookInput, *, said: bool = True) -> HookVerdict:
         hooks = self.hooks
         if hooks is None or not hooks.wants(happened.event, happened.subject):
             return NO_VERDICT
         verdict = await hooks.fire(happened)
         for problem in verdict.problems:
             self.emit(Notice("hook_failed", problem, self.agent))
-        if verdict.blocked:
+        if verdict.blocked and said:
             reason = " ".join(verdict.reason.split())
             if len(reason) > REASON_SHOWN:
                 reason = reason[: REASON_SHOWN - 1] + "…"
@@ -122,7 +122,8 @@ class TurnHooks:
         refuses and has not done so already this turn (``stop_hook_active``)."""
         event = HookEvent.SUBAGENT_STOP if self.agent else HookEvent.STOP
         active = self.stop_continued > 0
-        verdict = await self._fire(HookInput(event, stop_hook_active=active, agent=self.agent))
+        happened = HookInput(event, stop_hook_active=active, agent=self.agent)
+        verdict = await self._fire(happened, said=not active)
         if not stop_goes_on(verdict, self.stop_continued):
             if verdict.blocked:
                 self.emit(
