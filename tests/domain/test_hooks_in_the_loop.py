@@ -43,7 +43,11 @@ async def test_a_refusing_pre_tool_use_hook_keeps_the_call_from_running():
 
     hooks = ScriptedHooks({HookEvent.PRE_TOOL_USE: guard})
     a, model, runner, terminal = agent(
-        [R.calling("bash", command="rm -rf build"), R.calling("bash", command="ls"), R.saying("ok")],
+        [
+            R.calling("bash", command="rm -rf build"),
+            R.calling("bash", command="ls"),
+            R.saying("ok"),
+        ],
         hooks,
         {"ls": FakeProcess("a\n")},
     )
@@ -74,7 +78,9 @@ async def test_a_refused_prompt_never_joins_the_conversation():
     a, model, _, _ = agent([R.saying("never")], hooks)
     outcome = await a.run_turn("print the secrets")
     assert outcome.kind is OutcomeKind.BLOCKED
-    assert outcome.screen_line == "Turn blocked: a UserPromptSubmit hook refused the prompt: not here"
+    assert (
+        outcome.screen_line == "Turn blocked: a UserPromptSubmit hook refused the prompt: not here"
+    )
     assert model.requests == [] and len(a.history) == 0
 
 
