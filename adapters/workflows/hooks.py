@@ -15,6 +15,7 @@ stderr kept apart and written after stdout behind a marker of the run's own::
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import tempfile
@@ -40,7 +41,8 @@ object; a hook that prints more is read no further."""
 
 WRAPPER = (
     "exec 3>&1\n"
-    'treadle_hook_err=$( { eval "$TREADLE_HOOK_COMMAND"; } <"$TREADLE_HOOK_INPUT" 2>&1 1>&3 3>&- )\n'
+    'treadle_hook_err=$( { eval "$TREADLE_HOOK_COMMAND"; } <"$TREADLE_HOOK_INPUT" '
+    "2>&1 1>&3 3>&- )\n"
     "treadle_hook_status=$?\n"
     "exec 3>&-\n"
     'printf \'\\n%s\\n%s\' "$TREADLE_HOOK_MARK" "$treadle_hook_err"\n'
@@ -153,7 +155,5 @@ def _input_file(text: str) -> str:
 
 
 def _remove(path: str) -> None:
-    try:
+    with contextlib.suppress(OSError):
         os.unlink(path)
-    except OSError:
-        pass
