@@ -59,6 +59,8 @@ def needs_trust(key: str, value: object) -> bool:
         case "enabled":
             tables = value.values() if isinstance(value, Mapping) else ()
             return any(dict(table).get("enabled", True) is not False for table in tables)
+        case "command":
+            return not isinstance(value, bool)
 
 
 def digest(content: bytes | None) -> str:
