@@ -173,8 +173,8 @@ def trust(folder: str, out: TextIO) -> int:
         where = error.filename or "the config folder"
         raise ConfigError(f"cannot record the trust in {where}: {error.strerror}") from None
     print(
-        f"Trusted {os.path.realpath(folder)} with its .treadle.toml as it is now "
-        f"(recorded in {record}; a change to the file asks again)",
+        f"Trusted {os.path.realpath(folder)} with its .treadle.toml and .claude/settings.json "
+        f"as they are now (recorded in {record}; a change to either asks again)",
         file=out,
     )
     return 0
