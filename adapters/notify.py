@@ -39,6 +39,9 @@ class TerminalBell:
         except OSError:  # a terminal gone away cannot be rung
             log.debug("the terminal could not be rung", exc_info=True)
 
+    async def settle(self, timeout: float) -> None:
+        return None  # a bell is rung at once
+
 
 class NotifyCommand:
     """Runs ``argv`` with the event's JSON as its last argument, through the session's
@@ -63,3 +66,7 @@ class NotifyCommand:
         task: asyncio.Future[object] = asyncio.ensure_future(self._runner.run(spec))
         self.running.add(task)
         task.add_done_callback(self.running.discard)
+
+    async def settle(self, timeout: float) -> None:
+        if self.running:
+            await asyncio.wait(list(self.running), timeout=timeout)

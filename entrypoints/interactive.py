@@ -237,7 +237,9 @@ async def _session(
             **workflow_commands(container, agent, terminal),
         }
         found, models = container.workflows(), container.models()
-        return await run_interactive(agent, terminal, interrupts, commands, found, models)
+        code = await run_interactive(agent, terminal, interrupts, commands, found, models)
+        await agent.hooks.settle()  # the last turn's end told to a notify command, a hook
+        return code
     finally:
         terminal.close()
         await end_session(container)

@@ -12,3 +12,8 @@ class Notifier(Protocol):
     or waits for them. It returns at once: what it starts runs on its own, bounded."""
 
     def notify(self, kind: AttentionKind, message: str, last_answer: str = "") -> None: ...
+
+    async def settle(self, timeout: float) -> None:
+        """Wait, ``timeout`` seconds at most, for what ``notify`` started (the session
+        ends: a command still running after that is stopped with everything else)."""
+        ...

@@ -40,3 +40,6 @@ class RecordingNotifier:
 
     def notify(self, kind: AttentionKind, message: str, last_answer: str = "") -> None:
         self.told.append((kind, message))
+
+    async def settle(self, timeout: float) -> None:
+        return None

@@ -32,6 +32,8 @@ from treadle.ports.notify import Notifier
 
 log = logging.getLogger(__name__)
 
+SETTLE_TIMEOUT = 5.0
+"""Seconds a session's end waits for its last notifications."""
 REASON_SHOWN = 300
 """The most of a hook's reason a notice shows (the model reads all of it)."""
 
@@ -163,7 +165,11 @@ class TurnHooks:
         self._background.add(task)
         task.add_done_callback(self._background.discard)
 
-    async def settle(self) -> None:
-        """Wait for the Notification hooks still running (a test, a session's end)."""
-        while self._background:
-            await asyncio.gather(*self._background, return_exceptions=True)
+    async def settle(self, timeout: float = SETTLE_TIMEOUT) -> None:
+        """Wait, ``timeout`` seconds at most, for the Notification hooks and the
+        ``notify`` command still running: the session ends (what still runs then is
+        stopped with everything else)."""
+        if self._background:
+            await asyncio.wait(list(self._background), timeout=timeout)
+        if self.notifier is not None:
+            await self.notifier.settle(timeout)
