@@ -4,8 +4,11 @@ everything it started."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
+
+import pytest
 
 from tests.processes import gone_within, wait_for_pid
 from treadle.adapters.process import SubprocessRunner
@@ -89,3 +92,14 @@ async def test_a_hook_that_sleeps_forever_is_killed_at_its_deadline_with_all_it_
 def test_stderr_is_found_behind_the_run_s_marker_only() -> None:
     assert split_output("out\nmore\nM-1\nerr", "M-1") == ("out\nmore", "err")
     assert split_output("killed before the end", "M-1") == ("killed before the end", "")
+
+
+async def test_a_stop_kills_a_running_hook_and_what_it_started(tmp_path: Path) -> None:
+    pids = tmp_path / "pid"
+    h = hooks(tmp_path, "PreToolUse", f"sleep 1000 & echo $! > {pids}; sleep 1000", timeout=60)
+    running = asyncio.ensure_future(h.fire(RM))
+    pid = await asyncio.get_running_loop().run_in_executor(None, wait_for_pid, pids)
+    running.cancel()  # Esc: the turn's task is cancelled
+    with pytest.raises(asyncio.CancelledError):
+        await running
+    assert gone_within(pid)

@@ -4,6 +4,8 @@ a UserPromptSubmit refusal keeps the prompt out, and a hook's problem is one not
 
 from __future__ import annotations
 
+import asyncio
+
 from treadle.adapters.fakes import (
     FakeClock,
     FakeProcess,
@@ -15,6 +17,7 @@ from treadle.adapters.fakes import (
 )
 from treadle.adapters.fakes import ScriptedResponse as R
 from treadle.domain.loop.settings import TurnSettings
+from treadle.domain.loop.stop import StopSignal
 from treadle.domain.loop.turn import Agent, TurnPorts
 from treadle.domain.values.events import Notice
 from treadle.domain.values.hooks import HookEvent, HookInput, HookVerdict
@@ -139,3 +142,26 @@ async def test_no_hooks_cost_nothing_and_change_nothing():
     a, model, _, _ = agent([R.saying("ok")], ScriptedHooks())
     await a.run_turn("plain")
     assert model.requests[0].messages[-1].text == "plain"
+
+
+async def test_esc_during_a_hook_pauses_the_turn_at_once():
+    started = asyncio.Event()
+
+    class HangingHooks(ScriptedHooks):
+        async def fire(self, happened: HookInput) -> HookVerdict:
+            started.set()
+            await asyncio.Event().wait()  # a hook that never ends
+            raise AssertionError("unreachable")
+
+    a, _, runner, _ = agent(
+        [R.calling("bash", command="ls"), R.saying("ok")],
+        HangingHooks({HookEvent.PRE_TOOL_USE: REFUSE}),
+        {"ls": FakeProcess("a\n")},
+    )
+    stop = StopSignal()
+    turn = asyncio.ensure_future(a.run_turn("list", stop))
+    await started.wait()
+    stop.set("interrupted")
+    outcome = await turn
+    assert outcome.kind is OutcomeKind.PAUSED
+    assert runner.specs == []
