@@ -296,6 +296,10 @@ async def replay(args: argparse.Namespace, out: TextIO) -> int:
     container.redactor.override(providers.Object(redactor))
     terminal = RecordingTerminal() if args.check else PlainTerminal(out, outcome_last=True)
     container.terminal.override(providers.Object(terminal))
+    # A replay runs none of the session's hooks, nor rings: they are commands, and
+    # what they said is in the recorded conversation (issue 23).
+    container.hooks.override(providers.Object(None))
+    container.notifier.override(providers.Object(None))
     if args.recorded_tools:
         clock = FakeClock()
         container.clock.override(providers.Object(clock))

@@ -134,3 +134,18 @@ def build_notifier(
         return None
     out = sys.stdout.fileno()
     return TerminalBell(lambda data: os.write(out, data), os.environ)
+
+
+def hook_lines(found: SessionHooks) -> list[str]:
+    """``treadle context``'s list of the hooks: each command with its event, matcher,
+    deadline and file; then what was left out, and why."""
+    lines = [f"hooks: {sum(len(g.commands) for g in found.table.groups)}"]
+    for group in found.table.groups:
+        matcher = f" {group.matcher}" if group.matcher else ""
+        for command in group.commands:
+            lines.append(
+                f"  {group.event.value}{matcher}: {command.command}  "
+                f"({command.timeout:g} s; {group.source})"
+            )
+    lines += [f"  {notice.text}" for notice in found.notices]
+    return lines

@@ -18,6 +18,7 @@ from treadle.adapters.mcp.servers import ServerStatus
 from treadle.adapters.mcp.tool import McpTool
 from treadle.entrypoints.config import AppConfig, flag_values, load_config
 from treadle.entrypoints.container import Container, end_session
+from treadle.entrypoints.hooks import hook_lines
 from treadle.entrypoints.injector import providers
 from treadle.entrypoints.paths import project_config_path, user_config_path
 from treadle.entrypoints.workflows import command_and_agent_lines, skill_lines
@@ -91,6 +92,8 @@ def show_context(args: argparse.Namespace, out: TextIO) -> int:
         print(line, file=out)
     found = container.workflows()
     for line in ["", *skill_lines(found, app.context_window), *command_and_agent_lines(found)]:
+        print(line, file=out)
+    for line in ["", *hook_lines(container.hook_setup())]:
         print(line, file=out)
     return 0
 

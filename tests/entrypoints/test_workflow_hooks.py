@@ -16,7 +16,7 @@ from tests.processes import gone_within, wait_for_pid
 from treadle.adapters.fakes import ScriptedModel, ScriptedResponse
 from treadle.domain.values.conversation import Message
 from treadle.domain.values.outcome import OutcomeKind, TurnOutcome
-from treadle.entrypoints.commands import trust
+from treadle.entrypoints.commands import run_subcommand, trust
 from treadle.entrypoints.container import end_session, start_session
 
 __all__ = ["user_folders"]  # autouse: the user's folders are the test's own
@@ -152,3 +152,21 @@ def test_trust_records_the_claude_settings_beside_the_project_file(tmp_path: Pat
     record = Path(os.environ["TREADLE_CONFIG_DIR"]) / "trusted-folders"
     (line,) = record.read_text().splitlines()
     assert line.startswith("none,claude=sha256:") and line.endswith(f" {os.path.realpath(repo)}")
+
+
+def test_treadle_context_lists_the_hooks_and_what_trust_left_out(tmp_path: Path) -> None:
+    repo = repository(tmp_path, "claude_code")
+    out = io.StringIO()
+    assert run_subcommand(["context", "--workspace", str(repo)], out) == 0
+    shown = out.getvalue().splitlines()
+    assert "hooks: 0" in shown
+    assert any(line.startswith("  hooks of ") and "not run" in line for line in shown)
+    trusted(repo)
+    out = io.StringIO()
+    assert run_subcommand(["context", "--workspace", str(repo)], out) == 0
+    shown = out.getvalue().splitlines()
+    assert "hooks: 2" in shown
+    assert (
+        '  PreToolUse Bash: python3 "$CLAUDE_PROJECT_DIR"/.claude/hooks/no_rm.py  '
+        f"(20 s; {repo}/.claude/settings.json)"
+    ) in shown
