@@ -589,3 +589,16 @@ def test_hooks_treadle_cannot_run_are_an_error_in_its_own_files(
 
 def test_notify_can_be_turned_off_by_a_variable(places: tuple[Path, Path, dict[str, str]]) -> None:
     assert load(places, env={"TREADLE_NOTIFY": "false"}).notify is False
+
+
+def test_the_readme_s_hooks_are_valid(tmp_path: Path) -> None:
+    import re
+
+    from treadle.entrypoints.config import read_file_values
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    (block,) = [b for b in re.findall(r"```toml\n(.*?)```", readme, re.DOTALL) if "hooks." in b]
+    config = tmp_path / "config.toml"
+    config.write_text(block, encoding="utf-8")
+    hooks = read_file_values(config)["hooks"]
+    assert set(hooks) == {"PreToolUse", "Stop"}
