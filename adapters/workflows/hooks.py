@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 import os
 import tempfile
 
@@ -52,6 +53,8 @@ WRAPPER = (
 into shell) with stdin from ``TREADLE_HOOK_INPUT``, stdout straight to the output, and
 stderr gathered, then written after ``TREADLE_HOOK_MARK``; its exit code is the
 wrapper's."""
+
+log = logging.getLogger(__name__)
 
 TOOL_EVENTS = frozenset({HookEvent.PRE_TOOL_USE, HookEvent.POST_TOOL_USE})
 
@@ -119,9 +122,17 @@ class CommandHooks:
         )
         match await self._runner.run(spec):
             case Failure(error):
+                log.debug("hook %r could not start: %s", command.command, error.detail)
                 return HookRun(command.command, None, failure=error.detail, timeout=command.timeout)
             case Success(result):
                 stdout, stderr = split_output(result.output, mark)
+                log.debug(
+                    "hook %r: exit %s%s in %.3f s",
+                    command.command,
+                    result.exit_code,
+                    " (deadline)" if result.timed_out else "",
+                    result.duration,
+                )
                 return HookRun(
                     command.command,
                     result.exit_code,
