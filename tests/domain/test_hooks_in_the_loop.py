@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import asyncio
 
+from tests.domain.test_long_turns import LOG, reading
 from treadle.adapters.fakes import (
     FakeClock,
     FakeProcess,
     FakeRunner,
+    FakeWindow,
     RecordingNotifier,
     RecordingTerminal,
     ScriptedHooks,
@@ -19,7 +21,7 @@ from treadle.adapters.fakes import ScriptedResponse as R
 from treadle.domain.loop.settings import TurnSettings
 from treadle.domain.loop.stop import StopSignal
 from treadle.domain.loop.turn import Agent, TurnPorts
-from treadle.domain.values.events import Notice
+from treadle.domain.values.events import CompactionStarted, Notice
 from treadle.domain.values.hooks import HookEvent, HookInput, HookVerdict
 from treadle.domain.values.outcome import OutcomeKind
 
@@ -165,3 +167,64 @@ async def test_esc_during_a_hook_pauses_the_turn_at_once():
     outcome = await turn
     assert outcome.kind is OutcomeKind.PAUSED
     assert runner.specs == []
+
+
+async def test_pre_compact_hooks_run_as_a_compaction_starts():
+    clock = FakeClock()
+    model = ScriptedModel(reading(40), clock, window=FakeWindow(8_192))
+    runner = FakeRunner(clock, lambda command: FakeProcess(LOG))
+    terminal = RecordingTerminal()
+    seen: list[int] = []
+
+    def before(happened: HookInput) -> HookVerdict:
+        seen.append(len(terminal.of_type(CompactionStarted)))
+        return HookVerdict(ran=1)
+
+    hooks = ScriptedHooks({HookEvent.PRE_COMPACT: before})
+    ports = TurnPorts(model, clock, runner, terminal, server=model, hooks=hooks)
+    await Agent(ports, TurnSettings()).run_turn("read the logs")
+    assert seen and seen[0] == 0  # before the compaction is said to start
+    assert {h.trigger for h in hooks.fired} == {"auto"}
+
+
+async def test_a_call_waiting_for_a_yes_rings_and_fires_notification_hooks():
+    clock = FakeClock()
+    terminal = RecordingTerminal(approvals=["yes"])
+    notifier = RecordingNotifier()
+    hooks = ScriptedHooks({HookEvent.NOTIFICATION: HookVerdict(ran=1)})
+    ports = TurnPorts(
+        ScriptedModel([R.calling("bash", command="make deploy"), R.saying("ok")], clock),
+        clock,
+        FakeRunner(clock, {"make deploy": FakeProcess()}),
+        terminal,
+        hooks=hooks,
+        notifier=notifier,
+    )
+    agent = Agent(ports, TurnSettings(approval="ask"))
+    await agent.run_turn("deploy")
+    await agent.hooks.settle()
+    assert notifier.told == [
+        ("permission_prompt", "bash waits for a yes: make deploy"),
+        ("turn_ended", "Turn finished"),
+    ]
+    assert [h.notification_type for h in hooks.fired] == ["permission_prompt", "turn_ended"]
+
+
+async def test_a_sub_agent_s_calls_meet_the_same_hooks_and_its_end_is_subagent_stop():
+    def no_bash(happened: HookInput) -> HookVerdict:
+        return REFUSE if happened.tool_name == "bash" else HookVerdict(ran=1)
+
+    hooks = ScriptedHooks(
+        {HookEvent.PRE_TOOL_USE: no_bash, HookEvent.SUBAGENT_STOP: HookVerdict(ran=1)}
+    )
+    script = {
+        "*": [R.calling("agent", task="clean up"), R.saying("done")],
+        "clean up": [R.calling("bash", command="rm -rf x"), R.saying("could not")],
+    }
+    a, _, runner, _ = agent(script, hooks)
+    await a.run_turn("go")
+    assert runner.specs == []
+    calls = [(h.tool_name, h.agent) for h in hooks.fired if h.event is HookEvent.PRE_TOOL_USE]
+    assert calls == [("agent", ""), ("bash", "agent-1")]
+    ends = [h.agent for h in hooks.fired if h.event is HookEvent.SUBAGENT_STOP]
+    assert ends == ["agent-1"]
