@@ -170,3 +170,25 @@ def test_treadle_context_lists_the_hooks_and_what_trust_left_out(tmp_path: Path)
         '  PreToolUse Bash: python3 "$CLAUDE_PROJECT_DIR"/.claude/hooks/no_rm.py  '
         f"(20 s; {repo}/.claude/settings.json)"
     ) in shown
+
+
+async def test_what_treadle_cannot_run_of_claude_code_s_settings_is_said_once(
+    tmp_path: Path,
+) -> None:
+    repo = repository(tmp_path, "claude_code")
+    settings = repo / ".claude" / "settings.json"
+    data = json.loads(settings.read_text())
+    data["hooks"]["PreToolUse"].append(
+        {"matcher": "Bash", "hooks": [{"type": "prompt", "prompt": "Is this safe?"}]}
+    )
+    data["hooks"]["SessionEnd"] = [{"hooks": [{"type": "command", "command": "bye"}]}]
+    settings.write_text(json.dumps(data))
+    (repo / ".claude" / "settings.local.json").write_text("{not json")
+    trusted(repo)
+    model = ScriptedModel([R.saying("ok")])
+    outcome, terminal = await turn(repo, model)
+    assert outcome.kind is OutcomeKind.FINISHED
+    (line,) = notices(terminal, "hooks_unreadable")
+    assert "PreToolUse[1].hooks[0].type: 'prompt' hooks are not run by treadle" in line
+    assert "SessionEnd: not an event treadle runs hooks at" in line
+    assert f"{repo}/.claude/settings.local.json: cannot be read" in line
