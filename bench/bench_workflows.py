@@ -4,10 +4,10 @@ most 10 ms more).
 
 The two repositories' runs are interleaved and the figure over none is the median of
 the differences (on two cores shared by busy neighbours, a run of one after a run of the
-other measured the load as much as the files). Each figure is a fresh process (the imports the scan adds to a session are counted;
-the interpreter's start and what a session imports anyway, as the file tools, are
-not), the median of several: the time from importing the
-scan to having the skills, the commands, the ``skill`` tool and the list offered in
+other measured the load as much as the files). Each figure is a fresh process (the
+imports the scan adds to a session are counted; the interpreter's start and what a
+session imports anyway, as the file tools, are not): the time from importing the scan
+to having the skills, the commands, the ``skill`` tool and the list offered in
 the request, in a repository laid out as Claude Code's (``.claude/skills/NAME/SKILL.md``
 and ``.claude/commands/NAME.md``, front matter as such files hold it).
 """
