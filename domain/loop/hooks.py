@@ -88,13 +88,12 @@ class TurnHooks:
         """A person's prompt, before it joins the conversation: refused, or with context."""
         return await self._fire(HookInput(HookEvent.USER_PROMPT_SUBMIT, prompt=prompt))
 
-    async def before_tool(self, tool: str, arguments: Mapping[str, object]) -> str | None:
-        """Before a call runs (and before anyone is asked for it): the reason the model
-        reads when a hook refuses it, or None."""
-        verdict = await self._fire(
+    async def before_tool(self, tool: str, arguments: Mapping[str, object]) -> HookVerdict:
+        """Before a call runs (and before anyone is asked for it): refused (the reason
+        is what the model reads), allowed without asking, or neither."""
+        return await self._fire(
             HookInput(HookEvent.PRE_TOOL_USE, tool, arguments, agent=self.agent)
         )
-        return verdict.reason if verdict.blocked else None
 
     async def after_tool(
         self, tool: str, arguments: Mapping[str, object], result: ToolResult

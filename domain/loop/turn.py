@@ -525,16 +525,16 @@ class Agent:
                 raw = call.arguments if len(call.arguments) <= 2000 else call.arguments[:2000] + "…"
                 why += f". They are sent back as {{}}; what you wrote was: {raw}"
             return self._refuse(call, why)
-        refused = await self.hooks.before_tool(call.name, arguments)
-        if refused is not None:
-            return self._refuse(call, f"a PreToolUse hook refused this call: {refused}")
+        hooked = await self.hooks.before_tool(call.name, arguments)
+        if hooked.blocked:
+            return self._refuse(call, f"a PreToolUse hook refused this call: {hooked.reason}")
         summary = tool.describe(arguments)
         decision = decide_approval(
             self.settings.approval, tool.access, summary, allowed=self._allowed, tool=call.name
         )
-        if isinstance(decision, Deny):
+        if isinstance(decision, Deny):  # the policy's no: no hook's yes goes past it
             return self._refuse(call, decision.why, summary)
-        if isinstance(decision, Ask):
+        if isinstance(decision, Ask) and not hooked.allowed:
             diff = ""
             if isinstance(tool, PreviewsChanges):  # the person sees what they say yes to
                 diff = await tool.preview(arguments, self._context(stop))

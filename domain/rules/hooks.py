@@ -244,7 +244,8 @@ def _first_line(text: str) -> str:
 def decide(event: HookEvent, run: HookRun) -> HookVerdict:
     """What one hook's ending says. Exit 2 refuses, its stderr the reason; exit 0 with
     a JSON object on stdout may refuse (``decision: block``, ``continue: false``,
-    ``permissionDecision: deny``) or add context (``additionalContext``; for
+    ``permissionDecision: deny``), say yes for the person to a call
+    (``permissionDecision: allow``), or add context (``additionalContext``; for
     SessionStart and UserPromptSubmit, plain stdout too); any other ending is a
     problem, one line, and refuses nothing."""
     named = f"{event.value} hook {shown_command(run.command)!r}"
@@ -292,25 +293,38 @@ def _read_output(event: HookEvent, stdout: str, named: str) -> HookVerdict:
     )
     if blocked and not reason:
         reason = f"{named} refused without saying why"
-    return HookVerdict(blocked=blocked, reason=reason if blocked else "", context=contexts, ran=1)
+    allowed = event is HookEvent.PRE_TOOL_USE and (
+        specific.get("permissionDecision") == "allow" or said.get("decision") == "approve"
+    )
+    return HookVerdict(
+        blocked=blocked,
+        reason=reason if blocked else "",
+        context=contexts,
+        ran=1,
+        allowed=allowed and not blocked,
+    )
 
 
 def combine(verdicts: Iterable[HookVerdict]) -> HookVerdict:
     """The verdict of an event's hooks together: one refusal refuses; every reason,
     context and problem is kept, in order."""
-    blocked = False
+    blocked = allowed = False
     reasons: list[str] = []
     context: list[str] = []
     problems: list[str] = []
     ran = 0
     for verdict in verdicts:
         blocked = blocked or verdict.blocked
+        allowed = allowed or verdict.allowed
         if verdict.blocked and verdict.reason:
             reasons.append(verdict.reason)
         context += verdict.context
         problems += verdict.problems
         ran += verdict.ran
-    return HookVerdict(blocked, "\n".join(reasons), tuple(context), tuple(problems), ran)
+    joined = "\n".join(reasons)
+    return HookVerdict(
+        blocked, joined, tuple(context), tuple(problems), ran, allowed and not blocked
+    )
 
 
 def stop_goes_on(verdict: HookVerdict, continued: int) -> bool:

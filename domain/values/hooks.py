@@ -141,6 +141,9 @@ class HookVerdict:
     context: tuple[str, ...] = ()
     problems: tuple[str, ...] = ()
     ran: int = 0
+    allowed: bool = False
+    """A PreToolUse hook said yes for the person (``permissionDecision: allow``): the
+    call needs no one's yes. A refusal from another hook still wins."""
 
 
 NO_VERDICT = HookVerdict()

@@ -194,3 +194,13 @@ def test_a_notify_command_gets_codex_s_event():
     assert notify_payload("question", "Which?", cwd="", session_id="")["type"] == (
         "user-input-requested"
     )
+
+
+def test_a_pre_tool_use_hook_may_say_yes_for_the_person_unless_another_refuses():
+    allow = json.dumps({"hookSpecificOutput": {"permissionDecision": "allow"}})
+    verdict = decide(HookEvent.PRE_TOOL_USE, HookRun("c", 0, allow))
+    assert verdict.allowed and not verdict.blocked
+    assert not decide(HookEvent.STOP, HookRun("c", 0, allow)).allowed
+    refused = HookVerdict(blocked=True, reason="no", ran=1)
+    assert not combine([verdict, refused]).allowed
+    assert combine([verdict, HookVerdict(ran=1)]).allowed

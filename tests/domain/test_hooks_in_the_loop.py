@@ -228,3 +228,21 @@ async def test_a_sub_agent_s_calls_meet_the_same_hooks_and_its_end_is_subagent_s
     assert calls == [("agent", ""), ("bash", "agent-1")]
     ends = [h.agent for h in hooks.fired if h.event is HookEvent.SUBAGENT_STOP]
     assert ends == ["agent-1"]
+
+
+async def test_a_hook_s_allow_skips_the_yes_but_not_the_policy_s_no():
+    hooks = ScriptedHooks({HookEvent.PRE_TOOL_USE: HookVerdict(ran=1, allowed=True)})
+    clock = FakeClock()
+    terminal = RecordingTerminal()  # it would block: nobody is there to say yes
+    runner = FakeRunner(clock, {"make": FakeProcess()})
+
+    def ports(script):
+        return TurnPorts(ScriptedModel(script, clock), clock, runner, terminal, hooks=hooks)
+
+    script = [R.calling("bash", command="make"), R.saying("ok")]
+    asked = Agent(ports(script), TurnSettings(approval="ask"))
+    assert (await asked.run_turn("build")).kind is OutcomeKind.FINISHED
+    assert [s.command for s in runner.specs] == ["make"]
+    read_only = Agent(ports(list(script)), TurnSettings(approval="read-only"))
+    await read_only.run_turn("build")
+    assert [s.command for s in runner.specs] == ["make"]  # not run again
