@@ -17,22 +17,26 @@ pytestmark = pytest.mark.slow
 OSC9 = "\x1b]9;treadle: Turn finished\x07"
 
 
-def shown_by_a_turn(tmp_path: Path, **variables: str) -> str:
-    """Everything the terminal was sent by one turn in it, to its end."""
-    script = write_script(tmp_path, {"text": "Done."})
+def started(tmp_path: Path, args: list[str], **variables: str) -> pexpect.spawn:
     env = environment(tmp_path)
     for inherited in ("TERM_PROGRAM", "TMUX", "STY", "WT_SESSION", "KITTY_WINDOW_ID"):
         env.pop(inherited, None)
     env.update(variables)
-    child = pexpect.spawn(
+    return pexpect.spawn(
         sys.executable,
-        treadle_args(script, "say done"),
+        args,
         cwd=str(tmp_path),
         env=env,
         encoding="utf-8",
         timeout=30,
         dimensions=(30, 120),
     )
+
+
+def shown_by_a_turn(tmp_path: Path, **variables: str) -> str:
+    """Everything the terminal was sent by one turn in it, to its end."""
+    script = write_script(tmp_path, {"text": "Done."})
+    child = started(tmp_path, treadle_args(script, "say done"), **variables)
     child.expect(pexpect.EOF)
     child.close()
     assert child.exitstatus == 0
@@ -55,3 +59,20 @@ def test_another_terminal_gets_a_bell_and_notify_false_gets_none(tmp_path: Path)
     assert OSC9 not in rung and "\x1b]9;" not in quiet
     assert rung.count("\x07") == quiet.count("\x07") + 1
     assert rung.rindex("\x07") > rung.index("Turn finished")
+
+
+def test_a_call_waiting_for_a_yes_rings_before_the_yes(tmp_path: Path) -> None:
+    script = write_script(
+        tmp_path,
+        {"tool_calls": [{"name": "bash", "arguments": {"command": "make deploy"}}]},
+        {"text": "Deployed."},
+    )
+    args = [*treadle_args(script, "deploy"), "--approval", "ask"]
+    child = started(tmp_path, args, TERM_PROGRAM="WezTerm")
+    child.expect_exact("\x1b]9;treadle: bash waits for a yes: make deploy\x07")
+    child.expect_exact("[y]es")
+    child.send("y")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
+    assert OSC9 in child.before  # and the turn's end after it
