@@ -118,7 +118,8 @@ class AppConfig:
         if "hooks" in values:  # every layer's hooks run: a later one adds its groups
             hooks = {event: list(groups) for event, groups in self.hooks.items()}
             for event, groups in values["hooks"].items():
-                hooks.setdefault(event, []).extend(groups)
+                # Each group remembers its file: treadle context names where it is.
+                hooks.setdefault(event, []).extend({"source": origin, **g} for g in groups)
             values = {**values, "hooks": hooks}
         if "prices" in values:  # a table per model: a later layer sets its keys
             merged = {name: dict(table) for name, table in self.prices.items()}

@@ -46,7 +46,7 @@ class SessionHooks:
 
 def read_session_hooks(app: AppConfig) -> SessionHooks:
     """The configuration's hooks, then the workspace's Claude Code settings' (trusted)."""
-    table, problems = read_hooks(app.hooks, app.origin("hooks")) if app.hooks else (HookTable(), ())
+    table, problems = configured_hooks(app)
     notices: list[Notice] = []
     workspace = os.path.realpath(app.workspace)
     content = read_claude_settings(workspace)
@@ -79,6 +79,19 @@ def read_session_hooks(app: AppConfig) -> SessionHooks:
                 )
             )
     return SessionHooks(table, tuple(notices))
+
+
+def configured_hooks(app: AppConfig) -> tuple[HookTable, tuple[str, ...]]:
+    """The hooks of treadle's own files, each group with the file it came from."""
+    table = HookTable()
+    problems: list[str] = []
+    for event, groups in app.hooks.items():
+        for group in groups:
+            source = str(group.get("source", app.origin("hooks")))
+            found, said = read_hooks({event: [group]}, source)
+            table += found
+            problems += said
+    return table, tuple(problems)
 
 
 def _settings_hooks(path: str) -> tuple[HookTable, tuple[str, ...]]:

@@ -190,6 +190,7 @@ def test_every_key_can_be_set_from_a_file(places: tuple[Path, Path, dict[str, st
     assert app.hooks == {
         "PreToolUse": [
             {
+                "source": app.origin("hooks"),
                 "matcher": "Bash",
                 "hooks": [{"type": "command", "command": "guard.sh", "timeout": 5.0}],
             }

@@ -9,6 +9,7 @@ from __future__ import annotations
 import io
 import json
 import os
+from dataclasses import replace
 from pathlib import Path
 
 from tests.entrypoints.test_workflow_skills import notices, repository, session, user_folders
@@ -17,7 +18,9 @@ from treadle.adapters.fakes import ScriptedModel, ScriptedResponse
 from treadle.domain.values.conversation import Message
 from treadle.domain.values.outcome import OutcomeKind, TurnOutcome
 from treadle.entrypoints.commands import run_subcommand, trust
+from treadle.entrypoints.config import load_config
 from treadle.entrypoints.container import end_session, start_session
+from treadle.entrypoints.hooks import hook_lines, read_session_hooks
 
 __all__ = ["user_folders"]  # autouse: the user's folders are the test's own
 
@@ -192,3 +195,19 @@ async def test_what_treadle_cannot_run_of_claude_code_s_settings_is_said_once(
     assert "PreToolUse[1].hooks[0].type: 'prompt' hooks are not run by treadle" in line
     assert "SessionEnd: not an event treadle runs hooks at" in line
     assert f"{repo}/.claude/settings.local.json: cannot be read" in line
+
+
+def test_each_hook_is_listed_with_the_file_that_set_it(tmp_path: Path, user_folders: Path) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    stop = '[[hooks.Stop]]\nhooks = [{{ type = "command", command = "{}" }}]\n'
+    (user_folders / "config.toml").write_text(stop.format("mine"))
+    (work / ".treadle.toml").write_text(stop.format("theirs"))
+    trusted(work)
+    app = load_config(flags={}, environ=os.environ, cwd=str(work))
+    lines = hook_lines(read_session_hooks(replace(app, workspace=str(work))))
+    assert lines == [
+        "hooks: 2",
+        f"  Stop: mine  (60 s; user file {user_folders / 'config.toml'})",
+        f"  Stop: theirs  (60 s; project file {work / '.treadle.toml'})",
+    ]
