@@ -46,7 +46,7 @@ from treadle.domain.values.events import (
     TurnStarted,
     UsageUpdated,
 )
-from treadle.domain.values.hooks import HookVerdict, SessionSource
+from treadle.domain.values.hooks import SessionSource
 from treadle.domain.values.model import ServerFacts
 from treadle.domain.values.outcome import (
     Answered,
@@ -309,8 +309,10 @@ class Agent:
         if not self.name:
             source: SessionSource = "resume" if len(self.history) else "startup"
             started = await stop.race(self.hooks.session_start(source))
-            prompt = await stop.race(self.hooks.prompt(task)) if started is not STOPPED else None
-            if isinstance(started, StoppedFirst) or not isinstance(prompt, HookVerdict):
+            if isinstance(started, StoppedFirst):
+                return Stopped()
+            prompt = await stop.race(self.hooks.prompt(task))
+            if isinstance(prompt, StoppedFirst):
                 return Stopped()
             if prompt.blocked:
                 return PromptRefused(prompt.reason)
