@@ -6,7 +6,8 @@ is set for it. A hook's problem (it failed, hung, wrote nonsense) is one notice 
 never the turn's end::
 
     hooks = TurnHooks(ports.hooks, ports.notifier, agent.emit)
-    refused = await hooks.before_tool("bash", {"command": "rm -rf /"}, "call-1")
+    verdict = await hooks.before_tool("bash", {"command": "rm -rf /"})
+    verdict.blocked, verdict.reason     # True, "rm is not allowed here"
 """
 
 from __future__ import annotations
