@@ -5,7 +5,9 @@ adds to a session's start.
 The per-call figure is a whole turn of bash calls (`true`, through the session's kind
 of runner: sandboxed, in a cgroup where the kernel gives one) with a no-op hook on
 every call against the same turn without, on the same runner, interleaved; the hook's
-own run is timed too (its wrapper, its input file, its process group).
+own run is timed too (its wrapper, its input file, its process group). A hook is a
+command like the call it guards, so its cost moves with the machine's load as the
+call's does: the ratio of the two says what the hook itself adds.
 """
 
 from __future__ import annotations
@@ -121,8 +123,8 @@ def run() -> list[str]:
     start_ok = "ok" if start_over <= START_TARGET_MS else "MISSED"
     return [
         f"no-op PreToolUse hook: {over:+.2f} ms a tool call over the same turn without "
-        f"({call:.2f} ms a call; the hook's run alone {fire:.2f} ms) "
-        f"(target <= {TARGET_MS:g} ms a call: {ok})",
+        f"({call:.2f} ms a call: the hook costs {over / call:.2f}x the call it guards; its run "
+        f"alone {fire:.2f} ms) (target <= {TARGET_MS:g} ms a call: {ok})",
         f"hooks at start-up: {without * 1e3:.2f} ms without .claude/settings.json, "
         f"{with_hooks * 1e3:.2f} ms with its hooks = {start_over:+.2f} ms "
         f"(target <= {START_TARGET_MS:g} ms more: {start_ok})",
