@@ -1,6 +1,7 @@
 """Hooks (issue 23): what a no-op PreToolUse hook adds to each tool call (target: at
 most 10 ms a call), and what reading a repository's ``.claude/settings.json`` hooks
-adds to a session's start.
+adds to a session's start (the file read, its hooks read, trust asked; the module
+that does it is imported by every session's container, with hooks or without).
 
 The per-call figure is a whole turn of bash calls (`true`, through the session's kind
 of runner: sandboxed, in a cgroup where the kernel gives one) with a no-op hook on
@@ -37,7 +38,7 @@ CALLS = 20
 ROUNDS = 5
 FIRES = 40
 TARGET_MS = 10.0
-START_RUNS = 9
+START_RUNS = 15
 START_TARGET_MS = 2.0
 
 NO_OP = {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "true"}]}]}
@@ -78,8 +79,8 @@ import sys, time
 from treadle.entrypoints.config import AppConfig  # a session has these already
 from treadle.adapters.sessions import TRANSCRIPT
 from treadle.domain.values.events import Notice
+from treadle.entrypoints.hooks import read_session_hooks  # the container imports it anyway
 started = time.perf_counter()
-from treadle.entrypoints.hooks import read_session_hooks
 found = read_session_hooks(AppConfig(workspace=sys.argv[1]))
 elapsed = time.perf_counter() - started
 assert len(found.table.groups) + len(found.notices) == int(sys.argv[2]), found
@@ -88,19 +89,16 @@ print(elapsed)
 
 
 def _start_up(workspace: Path, expected: int, env: dict[str, str]) -> float:
-    times = []
-    for _ in range(START_RUNS):
-        done = subprocess.run(
-            [sys.executable, "-c", START, str(workspace), str(expected)],
-            env=env,
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-        if done.returncode != 0:
-            raise RuntimeError(done.stderr[-800:])
-        times.append(float(done.stdout))
-    return statistics.median(times)
+    done = subprocess.run(
+        [sys.executable, "-c", START, str(workspace), str(expected)],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if done.returncode != 0:
+        raise RuntimeError(done.stderr[-800:])
+    return float(done.stdout)
 
 
 def run() -> list[str]:
@@ -116,10 +114,14 @@ def run() -> list[str]:
         (claude / ".claude").mkdir(parents=True)
         (claude / ".git").mkdir()
         (claude / ".claude" / "settings.json").write_text(json.dumps({"hooks": NO_OP}))
-        without = _start_up(none, 0, env)
-        with_hooks = _start_up(claude, 1, env)  # untrusted: one line says so
+        withouts: list[float] = []
+        withs: list[float] = []
+        for _ in range(START_RUNS):  # interleaved, so load on the machine hits both alike
+            withouts.append(_start_up(none, 0, env))
+            withs.append(_start_up(claude, 1, env))  # untrusted: one line says so
     ok = "ok" if over <= TARGET_MS else "MISSED"
-    start_over = (with_hooks - without) * 1e3
+    without, with_hooks = statistics.median(withouts), statistics.median(withs)
+    start_over = statistics.median(w - n for w, n in zip(withs, withouts, strict=True)) * 1e3
     start_ok = "ok" if start_over <= START_TARGET_MS else "MISSED"
     return [
         f"no-op PreToolUse hook: {over:+.2f} ms a tool call over the same turn without "
