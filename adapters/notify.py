@@ -25,17 +25,28 @@ NOTIFY_DEADLINE = 10.0
 """Seconds a ``notify`` command may take; it is stopped then, with what it started."""
 
 
+def _as_is(text: str) -> str:
+    return text
+
+
 class TerminalBell:
     """Rings the terminal through ``write`` (the screen's own output): OSC 9 where
-    ``environ`` says the terminal shows it, else BEL."""
+    ``environ`` says the terminal shows it, else BEL. ``redact`` takes secrets out of
+    the text, as out of everything the screen shows."""
 
-    def __init__(self, write: Callable[[bytes], object], environ: Mapping[str, str]) -> None:
+    def __init__(
+        self,
+        write: Callable[[bytes], object],
+        environ: Mapping[str, str],
+        redact: Callable[[str], str] = _as_is,
+    ) -> None:
         self._write = write
         self._environ = dict(environ)
+        self._redact = redact
 
     def notify(self, kind: AttentionKind, message: str, last_answer: str = "") -> None:
         try:
-            self._write(ring_bytes(message, self._environ))
+            self._write(ring_bytes(self._redact(message), self._environ))
         except OSError:  # a terminal gone away cannot be rung
             log.debug("the terminal could not be rung", exc_info=True)
 
@@ -46,11 +57,18 @@ class TerminalBell:
 class NotifyCommand:
     """Runs ``argv`` with the event's JSON as its last argument, through the session's
     runner (its rules for commands: deadline, sandbox, secrets, cleanup), without
-    waiting for it."""
+    waiting for it; ``redact`` takes secrets out of what it is told."""
 
     def __init__(
-        self, argv: Sequence[str], runner: ProcessRunner, *, cwd: str, session_id: str = ""
+        self,
+        argv: Sequence[str],
+        runner: ProcessRunner,
+        *,
+        cwd: str,
+        session_id: str = "",
+        redact: Callable[[str], str] = _as_is,
     ) -> None:
+        self._redact = redact
         self._argv = tuple(argv)
         self._runner = runner
         self._cwd = cwd
@@ -59,7 +77,11 @@ class NotifyCommand:
 
     def notify(self, kind: AttentionKind, message: str, last_answer: str = "") -> None:
         event = notify_payload(
-            kind, message, cwd=self._cwd, session_id=self._session_id, last_answer=last_answer
+            kind,
+            self._redact(message),
+            cwd=self._cwd,
+            session_id=self._session_id,
+            last_answer=self._redact(last_answer),
         )
         command = shlex.join([*self._argv, json.dumps(event, ensure_ascii=False)])
         spec = ProcessSpec(command, cwd=self._cwd, timeout=NOTIFY_DEADLINE, output_limit=4096)

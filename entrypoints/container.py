@@ -175,7 +175,7 @@ class Container(containers.DeclarativeContainer):
         build_hooks, app, runner, session_dir, hook_setup
     )
     notifier: providers.Provider[Notifier | None] = providers.Singleton(
-        build_notifier, app, mode, runner, session_dir
+        build_notifier, app, mode, runner, session_dir, redactor
     )
     models: providers.Provider[ModelMaker] = providers.Singleton(
         model_maker, app, clock, session_id

@@ -14,6 +14,7 @@ import os
 import sys
 from dataclasses import dataclass, field
 
+from treadle.adapters.redact import Redactor
 from treadle.adapters.sessions import TRANSCRIPT
 from treadle.domain.rules.hooks import read_hooks
 from treadle.domain.values.events import Notice
@@ -128,7 +129,11 @@ def build_hooks(
 
 
 def build_notifier(
-    app: AppConfig, mode: str, runner: ProcessRunner, session_dir: str
+    app: AppConfig,
+    mode: str,
+    runner: ProcessRunner,
+    session_dir: str,
+    redactor: Redactor | None = None,
 ) -> Notifier | None:
     """A bell (or OSC 9) on an interactive terminal, the ``notify`` command anywhere it
     is set, or nothing (``notify = false``, or no one at a terminal to hear it)."""
@@ -136,17 +141,19 @@ def build_notifier(
         return None
     from treadle.adapters.notify import NotifyCommand, TerminalBell
 
+    redact = redactor.redact if redactor is not None else str
     if isinstance(app.notify, tuple):
         return NotifyCommand(
             app.notify,
             runner,
             cwd=os.path.realpath(app.workspace),
             session_id=os.path.basename(session_dir),
+            redact=redact,
         )
     if mode != "tty":
         return None
     out = sys.stdout.fileno()
-    return TerminalBell(lambda data: os.write(out, data), os.environ)
+    return TerminalBell(lambda data: os.write(out, data), os.environ, redact)
 
 
 def hook_lines(found: SessionHooks) -> list[str]:
