@@ -12,6 +12,7 @@ import pytest
 
 from tests.processes import gone_within, wait_for_pid
 from treadle.adapters.process import SubprocessRunner
+from treadle.adapters.sandbox import Sandbox, probe
 from treadle.adapters.workflows.hooks import CommandHooks, split_output
 from treadle.domain.rules.hooks import read_hooks
 from treadle.domain.values.hooks import HookEvent, HookInput
@@ -103,3 +104,14 @@ async def test_a_stop_kills_a_running_hook_and_what_it_started(tmp_path: Path) -
     with pytest.raises(asyncio.CancelledError):
         await running
     assert gone_within(pid)
+
+
+@pytest.mark.skipif(not probe().available, reason="needs Landlock")
+async def test_under_a_read_only_sandbox_stderr_is_kept_apart_by_the_shell(tmp_path: Path) -> None:
+    table, _ = read_hooks(
+        {"PreToolUse": [{"hooks": [{"command": "echo out; echo 'no rm' >&2; exit 2"}]}]}, "t"
+    )
+    runner = SubprocessRunner(grace=0.2, sandbox=Sandbox("read-only", str(tmp_path), explicit=True))
+    h = CommandHooks(table, runner, workspace=str(tmp_path))
+    verdict = await h.fire(RM)
+    assert verdict.blocked and verdict.reason == "no rm"
