@@ -143,6 +143,10 @@ class SessionMeta:
     updated: str = ""
     settings: dict[str, object] = dataclasses.field(default_factory=dict)
     """The configuration that shapes requests (budgets, clocks, limits), for replay."""
+    forked_from: str = ""
+    """The session this one was forked from (``treadle fork``), "" for none…"""
+    forked_at: int = 0
+    """…and how many of its turns it kept (issue 27)."""
 
     @property
     def tokens(self) -> int:

@@ -10,6 +10,7 @@ MODULES = (
     "bench_loop",
     "bench_sse",
     "bench_runner",
+    "bench_turn_gap",
     "bench_spill",
     "bench_terminal",
     "bench_output",

@@ -29,6 +29,7 @@ from treadle.adapters.process.cgroup import cgroup_home
 from treadle.adapters.sandbox import Sandbox
 from treadle.adapters.sandbox.spawner import confined_by
 from treadle.adapters.tools import SearchTool
+from treadle.domain.rules.network import NetworkConfine, NetworkPolicy
 from treadle.domain.rules.sandbox import Confine
 from treadle.domain.values.process import ProcessError, ProcessResult, ProcessSpec
 from treadle.domain.values.tools import ToolLimits, ToolResult
@@ -88,24 +89,37 @@ async def _true_figures() -> list[str]:
     confined = SubprocessRunner(sandbox=sandbox)
     # As without the built spawner: the Python helper, a migration and a gate.
     helper = SubprocessRunner(sandbox=Sandbox("workspace-write", workspace), spawner=False)
+    # sandbox_network = off: Landlock's TCP rules and the seccomp socket filter (issue 28).
+    offline = Sandbox("workspace-write", workspace, network=NetworkPolicy("off"))
+    netted = SubprocessRunner(sandbox=offline)
+    # allowlist: a network namespace per command, the proxy's port handed over.
+    listed = Sandbox("workspace-write", workspace, network=NetworkPolicy("allowlist", ("a.test",)))
+    proxied = SubprocessRunner(sandbox=listed)
     spec = ProcessSpec("true", cwd=workspace, timeout=30)
     ours: list[float] = []
     boxed: list[float] = []
+    filtered: list[float] = []
+    allowlisted: list[float] = []
     helped: list[float] = []
     bare: list[float] = []
     bash: list[float] = []
     await runner.run(spec)
     await confined.run(spec)
     await helper.run(spec)
+    await netted.run(spec)
+    await proxied.run(spec)
     for _ in range(ROUNDS):  # interleaved, so load on the machine hits all alike
         ours.append(await _timed(lambda: runner.run(spec)))
         boxed.append(await _timed(lambda: confined.run(spec)))
+        filtered.append(await _timed(lambda: netted.run(spec)))
+        allowlisted.append(await _timed(lambda: proxied.run(spec)))
         helped.append(await _timed(lambda: helper.run(spec)))
         bare.append(_timed_sync(lambda: subprocess.run(["true"], check=True)))
         bash.append(_timed_sync(lambda: subprocess.run(["/bin/bash", "-c", "true"], check=True)))
+    listed.close()
     os.rmdir(workspace)
     runner_ms, bare_ms, bash_ms = _per_call(ours), _per_call(bare), _per_call(bash)
-    boxed_ms, helped_ms = _per_call(boxed), _per_call(helped)
+    boxed_ms, helped_ms, filtered_ms = _per_call(boxed), _per_call(helped), _per_call(filtered)
     home = cgroup_home()
     how = f"{sandbox.mode}, {'a cgroup' if home is not None and home.usable else 'no cgroup'}"
     how += f", {confined_by()}" if sandbox.decision == Confine(sandbox.mode) else ", unconfined"
@@ -121,7 +135,22 @@ async def _true_figures() -> list[str]:
         "(less moved by load)",
         f"runner `true` sandboxed without the native spawner (Python helper, migration, "
         f"gate): {helped_ms:.2f} ms/call = {helped_ms / bash_ms:.2f}x bash -c true",
+        f"runner `true` sandboxed with the network off ({_network_how(offline)}): "
+        f"{filtered_ms:.2f} ms/call vs {boxed_ms:.2f} ms with it on = "
+        f"{(filtered_ms / boxed_ms - 1) * 100:+.1f}% (target: a few %); fastest tenth "
+        f"{_tenth(filtered):.2f} vs {_tenth(boxed):.2f} ms = "
+        f"{(_tenth(filtered) / _tenth(boxed) - 1) * 100:+.1f}%",
+        f"runner `true` sandboxed with the network allowlisted (a network namespace, the "
+        f"proxy's port handed over): {_per_call(allowlisted):.2f} ms/call = "
+        f"{_per_call(allowlisted) - boxed_ms:+.2f} ms over the network on",
     ]
+
+
+def _network_how(sandbox: Sandbox) -> str:
+    decision = sandbox.network_decision
+    if isinstance(decision, NetworkConfine):
+        return "Landlock TCP rules and the seccomp socket filter"
+    return f"not confined: {getattr(decision, 'warning', '') or getattr(decision, 'reason', '')}"
 
 
 class _RecordingRunner:

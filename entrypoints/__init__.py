@@ -31,6 +31,7 @@ LAZY_IMPORTS: dict[tuple[str, str], str] = {
     ("session", "treadle.domain.rules.resume"): "the rules of continuing a session only "
     "when one is continued (NOT_BEFORE_FIRST_REQUEST)",
     ("session", "treadle.entrypoints.interactive"): "blessed only for an interactive session",
+    ("session", "treadle.entrypoints.worktrees"): "git worktrees only with --worktree",
     ("session", "treadle.entrypoints.workflows"): "the same as the container: only for "
     "--command, once the session has started",
     ("workflows", "treadle.adapters.tools.skill"): "the skill tool only when there is a skill",

@@ -355,6 +355,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--base-url", help="the model server")
     parser.add_argument("--approval", choices=[mode.id for mode in MODES])
     parser.add_argument("--sandbox", choices=["workspace-write", "read-only", "off"])
+    parser.add_argument("--network", dest="sandbox_network", choices=["on", "off", "allowlist"])
     return parser
 
 

@@ -35,7 +35,7 @@ from treadle.domain.rules.batch_plan import (
 )
 from treadle.domain.rules.interrupts import CtrlC
 from treadle.domain.rules.keys import CTRL_C, LeaveNow, Mode, route
-from treadle.domain.values.batch import TURN_FLAGS, BatchTask, Flags
+from treadle.domain.values.batch import TURN_FLAGS, BatchTask, Flags, TurnOrder
 from treadle.entrypoints.batch_wiring import ENGINES, BatchOptions
 from treadle.entrypoints.config import ConfigError, check_value, load_config
 from treadle.entrypoints.interrupts import LEAVE_CODE, STOP_SIGNALS
@@ -69,6 +69,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--approval", choices=["ask", "auto", "read-only"])
     parser.add_argument("--sandbox", choices=["workspace-write", "read-only", "off"])
     parser.add_argument("--workspace", help="the folder of lines that name none (default: here)")
+    parser.add_argument(
+        "--worktree",
+        action="store_true",
+        help="each task in a git worktree of its own, on the branch treadle/ID",
+    )
     turn = parser.add_argument_group("every turn's, unless its line sets its own")
     turn.add_argument("--max-cost", metavar="USD", help="dollars a turn may spend")
     turn.add_argument("--max-tokens-total", metavar="N", help="tokens a turn may spend")
@@ -170,8 +175,41 @@ def prepare(args: argparse.Namespace) -> tuple[BatchOptions, BatchPlan]:
         new_session=lambda task: new_session_id(),
         transcript_of=lambda session: str(sessions / session / "transcript.jsonl"),
     )
+    if getattr(args, "worktree", False):
+        if engine != "local":
+            raise ConfigError(
+                "flag --worktree: the worktrees are made on this machine: --engine local"
+            )
+        plan = replace(plan, orders=with_worktrees(plan.orders, app.worktree_dir))
     options = BatchOptions(engine, args.workers, args.address or "", str(out))
     return options, plan
+
+
+def with_worktrees(orders: Sequence[TurnOrder], worktree_dir: str) -> tuple[TurnOrder, ...]:
+    """Each turn in a worktree of its own, named after its task, made (or found) now, one
+    after the other: the turns then start in them side by side, and git is never asked
+    to make two at once in one repository."""
+    from treadle.adapters.worktrees import WorktreeError
+    from treadle.domain.rules.worktree import name_for
+    from treadle.entrypoints.worktrees import repository_of
+
+    placed: list[TurnOrder] = []
+    taken: set[str] = set()
+    for order in orders:
+        name = base = name_for(order.id)
+        number = 1
+        while name in taken:  # two ids that make one name: the second gets a number
+            number += 1
+            name = f"{base}-{number}"
+        taken.add(name)
+        try:
+            repository_of(order.workspace, worktree_dir).open(name)
+        except WorktreeError as error:
+            raise ConfigError(f"task {order.id}: {error}") from None
+        except ConfigError as error:
+            raise ConfigError(f"task {order.id}: {error}") from None
+        placed.append(replace(order, worktree=name))
+    return tuple(placed)
 
 
 def batch_flags(args: argparse.Namespace) -> Flags:

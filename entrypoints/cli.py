@@ -19,6 +19,7 @@ from treadle.entrypoints.providers import USAGES
 SUBCOMMANDS = (
     "replay",
     "sessions",
+    "fork",
     "config",
     "mcp",
     "context",
@@ -26,6 +27,7 @@ SUBCOMMANDS = (
     "undo",
     "redo",
     "diff",
+    "worktree",
     "batch",
     "acp",
 )
@@ -36,8 +38,10 @@ def build_parser() -> argparse.ArgumentParser:
         prog="treadle",
         description="A terminal coding agent: the model asks, the tools run, until it answers.",
         epilog="Also: treadle replay TRANSCRIPT [--check] [--recorded-tools] · "
-        "treadle sessions · treadle config · treadle mcp · treadle context · "
+        "treadle sessions · treadle fork ID [--at N] · treadle config · treadle mcp · "
+        "treadle context · "
         "treadle trust [FOLDER] · treadle undo · treadle redo · treadle diff · "
+        "treadle worktree list|remove NAME · "
         "treadle batch TASKS.jsonl · treadle acp (for editors)",
     )
     parser.add_argument("task", nargs="?", help="the task for one turn (none: interactive)")
@@ -54,6 +58,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--sandbox",
         choices=["workspace-write", "read-only", "off"],
         help="what commands may write (default: workspace-write, with Landlock)",
+    )
+    parser.add_argument(
+        "--network",
+        dest="sandbox_network",
+        choices=["on", "off", "allowlist"],
+        help="what network commands reach (default: on; allowlist: network_allow's hosts)",
     )
     output = parser.add_mutually_exclusive_group()
     output.add_argument("--print", action="store_true", help="headless: plain lines")
@@ -76,6 +86,13 @@ def build_parser() -> argparse.ArgumentParser:
     limits.add_argument("--max-tokens-total", metavar="N", help="tokens of every kind")
     limits.add_argument("--max-requests", metavar="N", help="requests to the model")
     limits.add_argument("--max-time", metavar="DURATION", help="90s, 10m, 1h30m")
+    parser.add_argument(
+        "--worktree",
+        nargs="?",
+        const="",
+        metavar="NAME",
+        help="work in a git worktree on the branch treadle/NAME (made, or reused)",
+    )
     parser.add_argument("--resume", metavar="ID", help="continue a session")
     parser.add_argument(
         "--session-id", metavar="ID", help="start a new session with this id (for scripts)"

@@ -26,12 +26,14 @@ from treadle.adapters.jsonl_transcript import read_transcript
 from treadle.adapters.plain_terminal import PlainTerminal
 from treadle.adapters.redact import Redactor
 from treadle.adapters.replay_model import Divergence, Recording, ReplayModel, recorded_tools
+from treadle.adapters.session_fork import ForkRefused, fork_session
 from treadle.adapters.sessions import META, MetaDamaged, SessionNotFound, SessionStore, read_meta
 from treadle.adapters.system_clock import SystemClock
 from treadle.domain.loop.stop import StopSignal
 from treadle.domain.loop.turn import Agent
 from treadle.domain.rules import context_window as rules
 from treadle.domain.rules.context_window import window_of
+from treadle.domain.rules.fork import fork_line
 from treadle.domain.rules.resume import rebuild_context, rebuild_history, subagents_started
 from treadle.domain.values.conversation import Message
 from treadle.domain.values.model import ServerFacts
@@ -47,9 +49,11 @@ from treadle.entrypoints.config import (
     flag_values,
     load_config,
 )
-from treadle.entrypoints.paths import sessions_dir
+from treadle.entrypoints.paths import new_session_id, sessions_dir
 from treadle.entrypoints.providers import ModelNotConfigured
 from treadle.entrypoints.trust import trust_folder
+from treadle.entrypoints.worktrees import add_parsers as add_worktree_parsers
+from treadle.entrypoints.worktrees import run_worktree_command
 
 REPLAY_STOP = "the recording ends here"
 _TIMING = re.compile(r"\b\d+(?:\.\d+)? s\b")
@@ -70,6 +74,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     replay.add_argument("--workspace", help="where real tools run (default: here)")
     commands.add_parser("sessions", help="list the sessions, newest first")
+    fork = commands.add_parser("fork", help="a new session from the first turns of another")
+    fork.add_argument("session", help="the session to fork: an id, a unique start of one, last")
+    fork.add_argument(
+        "--at", type=int, metavar="N", help="keep its first N turns (default: all of them)"
+    )
     config = commands.add_parser("config", help="the effective configuration and its origins")
     config.add_argument("--model")
     config.add_argument("--base-url")
@@ -86,9 +95,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     trust.add_argument("folder", nargs="?", default=".", help="the folder (default: here)")
     config.add_argument("--sandbox")
+    config.add_argument("--network", dest="sandbox_network")
     from treadle.entrypoints.changes import add_parsers
 
     add_parsers(commands)
+    add_worktree_parsers(commands)
     return parser
 
 
@@ -98,6 +109,8 @@ def run_subcommand(argv: Sequence[str], out: TextIO | None = None) -> int:
     try:
         if args.command == "sessions":
             return list_sessions(out)
+        if args.command == "fork":
+            return fork(args.session, args.at, out)
         if args.command == "config":
             return show_config(args, out)
         if args.command == "mcp":
@@ -110,6 +123,8 @@ def run_subcommand(argv: Sequence[str], out: TextIO | None = None) -> int:
             return show_context(args, out)
         if args.command == "trust":
             return trust(args.folder, out)
+        if args.command == "worktree":
+            return run_worktree_command(args, out)
         if args.command in ("undo", "redo", "diff"):
             from treadle.entrypoints.changes import run_change_command
 
@@ -130,7 +145,9 @@ def list_sessions(out: TextIO) -> int:
         print(f"No sessions yet in {store.root}", file=out)
         return 0
     home = str(Path.home())
-    table = [("ID", "STARTED", "OUTCOME", "TOKENS", "FOLDER", "TASK")]
+    # Which session each was forked from, in a column of its own once there is a fork.
+    forks = any(row.meta.forked_from for row in rows)
+    table = [("ID", "STARTED", "OUTCOME", "TOKENS", "FOLDER", *(("FORKED FROM",) * forks), "TASK")]
     for row in rows:
         meta = row.meta
         folder = meta.workspace
@@ -138,14 +155,39 @@ def list_sessions(out: TextIO) -> int:
             folder = "~" + folder[len(home) :]
         started = meta.created[:16].replace("T", " ")
         folder, task = one_line(folder, 200), one_line(meta.task, 60)
-        table.append((meta.id, started, row.status, f"{row.tokens:,}", folder, task))
-    widths = [max(len(line[i]) for line in table) for i in range(5)]
+        parent = (
+            (f"{one_line(meta.forked_from, 100)} @{meta.forked_at}" if meta.forked_from else "-",)
+            if forks
+            else ()
+        )
+        table.append((meta.id, started, row.status, f"{row.tokens:,}", folder, *parent, task))
+    columns = len(table[0]) - 1
+    widths = [max(len(line[i]) for line in table) for i in range(columns)]
     for line in table:
         cells = [
             cell.rjust(w) if i == 3 else cell.ljust(w)
             for i, (cell, w) in enumerate(zip(line, widths, strict=False))
         ]
-        print("  ".join([*cells, line[5]]).rstrip(), file=out)
+        print("  ".join([*cells, line[columns]]).rstrip(), file=out)
+    return 0
+
+
+# fork ------------------------------------------------------------------------------
+
+
+def fork(reference: str, at: int | None, out: TextIO) -> int:
+    """``treadle fork ID [--at N]``: a new session from ID's first N turns, ID untouched."""
+    store = SessionStore(sessions_dir())
+    try:
+        parent = store.find(reference)
+        forked = fork_session(store, parent, new_session_id(), at)
+    except (SessionNotFound, ForkRefused, MetaDamaged) as error:
+        print(f"treadle: {error}", file=sys.stderr)
+        return USAGE_ERROR
+    except OSError as error:
+        print(f"treadle: cannot fork into {store.root}: {error.strerror or error}", file=sys.stderr)
+        return USAGE_ERROR
+    print(fork_line(forked.id, parent, forked.forked_at), file=out)
     return 0
 
 
@@ -286,10 +328,13 @@ async def replay(args: argparse.Namespace, out: TextIO) -> int:
 
     turn_stop = _TurnStop()
     model = ReplayModel(recording, normalize=normalize, on_cut=turn_stop.cut)
-    tools = recorded_tools(
-        build_tools(), recording, answer_from_recording=args.recorded_tools, on_cut=turn_stop.cut
-    )
     container = Container()
+    tools = recorded_tools(
+        build_tools(background=container.background()),
+        recording,
+        answer_from_recording=args.recorded_tools,
+        on_cut=turn_stop.cut,
+    )
     container.app.override(providers.Object(app))
     container.model.override(providers.Object(model))
     container.tools.override(providers.Object(tools))
@@ -316,7 +361,10 @@ async def replay(args: argparse.Namespace, out: TextIO) -> int:
             )
         finally:
             try:
-                container.shutdown_resources()
+                try:
+                    await container.background().stop_all()  # what its commands left running
+                finally:
+                    container.shutdown_resources()
             finally:  # each turn's outcome is its last line, the last turn's too
                 end_screen(container)
     # Without --check the replay is a run of the session: it exits as its last turn ended.

@@ -116,6 +116,7 @@ FLAGS = (
     "approval",
     "workspace",
     "sandbox",
+    "sandbox_network",
     "max_cost",
     "max_tokens_total",
     "max_requests",

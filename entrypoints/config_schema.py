@@ -77,6 +77,11 @@ class AppConfig:
     # Issue 14: commands the kernel confines.
     sandbox: str = "workspace-write"
     sandbox_writable: tuple[str, ...] = ()
+    # Issue 28: the network of commands.
+    sandbox_network: str = "on"
+    network_allow: tuple[str, ...] = ()
+    network_deny: tuple[str, ...] = ()
+    network_loopback: bool = False
     # Context windows and local servers (issues 10 and 16)
     context_window: int | None = None  # None: the server's, a known model's, or learned
     compact_at: float = 0.8
@@ -96,6 +101,10 @@ class AppConfig:
     """The ``[hooks]`` table as Claude Code writes it; each layer's groups are added."""
     notify: bool | tuple[str, ...] = True
     """Ring the terminal when a turn ends or waits (false: never; a command: run it)."""
+    # Issue 27: parallel work.
+    background_limit: int = 4
+    worktree_dir: str = ""
+    """Where ``--worktree`` makes worktrees ("": the state folder's ``worktrees``)."""
     origins: dict[str, str] = field(default_factory=dict, compare=False)
     held_back: tuple[str, ...] = field(default=(), compare=False)
     """Keys the project file set in a folder not trusted, so left out (issue 15)."""
@@ -277,6 +286,25 @@ KEYS: dict[str, Key] = {
     "sandbox_writable": Key(
         "texts", "more folders commands may write under workspace-write", trust="always"
     ),
+    # The network of commands (issue 28): a repository may only narrow it.
+    "sandbox_network": Key(
+        "choice",
+        "what network commands reach: on, off, or allowlist (through treadle's proxy)",
+        choices=("on", "off", "allowlist"),
+        trust="unless",
+        safe=("off", "allowlist"),
+    ),
+    "network_allow": Key(
+        "texts",
+        'host names the allowlist lets through: "pypi.org", "*.github.com"',
+        trust="always",
+    ),
+    "network_deny": Key("texts", "host names the allowlist refuses (deny wins)"),
+    "network_loopback": Key(
+        "switch",
+        "under off or allowlist, a loopback of each command's own (a network namespace)",
+        trust="always",
+    ),
     # Context windows and local servers (issues 10 and 16)
     "context_window": Key(
         "whole",
@@ -332,6 +360,14 @@ KEYS: dict[str, Key] = {
         "when a turn ends or waits: true rings the terminal, false nothing, "
         '["cmd", "arg"] runs cmd with the event as JSON',
         trust="command",
+    ),
+    "background_limit": Key(
+        "whole", "background processes that may run at once (0: none)", minimum=0, trust="raise"
+    ),
+    "worktree_dir": Key(
+        "text",
+        "where --worktree makes worktrees (default: the state folder's worktrees)",
+        trust="always",
     ),
 }
 """Every key a file, a ``TREADLE_*`` variable or a flag may set (``workspace`` is a flag)."""

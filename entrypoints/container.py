@@ -26,12 +26,14 @@ from treadle.adapters.plain_terminal import PlainTerminal
 from treadle.adapters.redact import RedactingTerminal, Redactor
 from treadle.adapters.sessions import MetaDamaged, SessionBusy, SessionLog, SessionUnusable
 from treadle.adapters.system_clock import SystemClock
+from treadle.domain.loop.background import BackgroundProcesses
 from treadle.domain.loop.settings import TurnSettings
 from treadle.domain.loop.turn import Agent, TurnPorts
+from treadle.domain.rules.background import session_end_line
 from treadle.domain.rules.context_window import ContextState
 from treadle.domain.rules.history import History
 from treadle.domain.rules.interrupts import CtrlC
-from treadle.domain.values.events import TurnEvent
+from treadle.domain.values.events import Notice, TurnEvent
 from treadle.domain.values.model import ContextWindow
 from treadle.domain.values.workflows import Workflows
 from treadle.entrypoints.batch_wiring import (
@@ -53,6 +55,7 @@ from treadle.entrypoints.paths import state_dir
 from treadle.entrypoints.providers import HTTP_PROVIDERS, ModelNotConfigured
 from treadle.entrypoints.wiring import (
     build_agent,
+    build_isolation,
     build_model,
     build_redactor,
     build_runner,
@@ -66,6 +69,7 @@ from treadle.entrypoints.wiring import (
     conversation_so_far,
     observed,
     open_mcp_servers,
+    open_sandboxes,
     open_session_log,
     open_telemetry,
     open_transcript,
@@ -136,8 +140,10 @@ class Container(containers.DeclarativeContainer):
     redactor: providers.Provider[Redactor] = providers.Singleton(build_redactor, app)
     # Made by whoever needs it first: the turn start's thread (its warning), or the
     # first command; never before the first request (entrypoints.NOT_BEFORE_FIRST_REQUEST).
+    # What the session's end closes of the sandbox: the allowlist's proxy (issue 28).
+    sandboxes: providers.Resource[list[Sandbox]] = providers.Resource(open_sandboxes)
     sandbox: providers.Provider[Sandbox] = providers.ThreadSafeSingleton(
-        build_sandbox, app, state_dir
+        build_sandbox, app, state_dir, sandboxes
     )
     runner: providers.Provider[ProcessRunner] = providers.Singleton(
         build_runner, app, redactor, sandbox.provider
@@ -180,8 +186,10 @@ class Container(containers.DeclarativeContainer):
     models: providers.Provider[ModelMaker] = providers.Singleton(
         model_maker, app, clock, session_id
     )
+    # The session's background processes (issue 27): bash starts them, its end stops them.
+    background: providers.Provider[BackgroundProcesses] = providers.Singleton(BackgroundProcesses)
     tools: providers.Provider[list[Tool]] = providers.Singleton(
-        with_skill_tool, providers.Singleton(build_tools, mcp_servers), workflows
+        with_skill_tool, providers.Singleton(build_tools, mcp_servers, background), workflows
     )
     instructions: providers.Provider[ProjectInstructions] = providers.Singleton(
         read_project_instructions, app
@@ -205,6 +213,7 @@ class Container(containers.DeclarativeContainer):
         models=providers.Singleton(models_by_name, models),
         hooks=hooks,
         notifier=notifier,
+        isolation=providers.Singleton(build_isolation, app, sandbox.provider),
     )
     agent: providers.Provider[Agent] = providers.Singleton(
         build_agent, ports, settings, tools, history, leave_now, resumed, subagents_started
@@ -267,11 +276,21 @@ async def start_session(container: Container) -> Agent:
 
 
 async def end_session(container: Container) -> None:
-    """Stop the session's MCP servers, then close its resources."""
+    """Stop the session's background processes and MCP servers, then close its
+    resources (the sandbox's proxy)."""
     try:
-        servers = container.mcp_servers() if container.mcp_servers.initialized else None
-        if servers is not None:
-            await servers.close()
+        try:
+            said = session_end_line(await container.background().stop_all())
+            if said:
+                notice = Notice("background_stopped", said)
+                container.screen().show(notice)
+                transcript = container.transcript()
+                if transcript is not None:
+                    transcript.record(notice)
+        finally:
+            servers = container.mcp_servers() if container.mcp_servers.initialized else None
+            if servers is not None:
+                await servers.close()
     finally:
         container.shutdown_resources()
 

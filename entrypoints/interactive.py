@@ -15,11 +15,16 @@ import sys
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from treadle import __version__
+from treadle.adapters.session_fork import ForkRefused, fork_session
+from treadle.adapters.sessions import SessionStore
 from treadle.domain.loop.stop import StopSignal
 from treadle.domain.loop.turn import Agent
+from treadle.domain.rules.background import listing_lines
+from treadle.domain.rules.fork import fork_line
 from treadle.domain.rules.interrupts import CtrlC
 from treadle.domain.rules.resumed_view import resumed_view
 from treadle.domain.rules.slash_commands import (
@@ -49,7 +54,7 @@ from treadle.entrypoints.container import (
 )
 from treadle.entrypoints.injector import providers
 from treadle.entrypoints.interrupts import SignalPolicy
-from treadle.entrypoints.paths import state_dir
+from treadle.entrypoints.paths import new_session_id, state_dir
 from treadle.entrypoints.workflows import (
     CommandTurn,
     ModelMaker,
@@ -235,6 +240,8 @@ async def _session(
         commands = {
             **change_commands(app, terminal),
             **workflow_commands(container, agent, terminal),
+            **process_commands(container, terminal),
+            **fork_commands(session_dir, terminal),
         }
         found, models = container.workflows(), container.models()
         code = await run_interactive(agent, terminal, interrupts, commands, found, models)
@@ -270,3 +277,35 @@ def workflow_commands(
         terminal.report(skill_lines(found, window.tokens if window else None))
 
     return {"/skills": skills}
+
+
+def process_commands(
+    container: Container, terminal: TaskPrompt
+) -> dict[str, Callable[[], Awaitable[None]]]:
+    """``/processes``: the session's background processes, running and ended (issue 27)."""
+    background, clock = container.background(), container.clock()
+
+    async def processes() -> None:
+        terminal.report(listing_lines(background.views(), clock.now()))
+
+    return {"/processes": processes}
+
+
+def fork_commands(
+    session_dir: str, terminal: TaskPrompt
+) -> dict[str, Callable[[], Awaitable[None]]]:
+    """``/fork``: this session so far copied into a new one (issue 27); this one goes on,
+    the fork is resumed apart (``treadle --resume``, in another terminal)."""
+
+    async def fork() -> None:
+        folder = Path(session_dir)
+        try:
+            forked = fork_session(SessionStore(folder.parent), folder.name, new_session_id(), None)
+        except ForkRefused as error:
+            terminal.report([str(error)], problem=True)
+        except OSError as error:
+            terminal.report([f"cannot fork: {error.strerror or error}"], problem=True)
+        else:
+            terminal.report([fork_line(forked.id, folder.name, forked.forked_at)])
+
+    return {"/fork": fork}

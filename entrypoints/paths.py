@@ -13,6 +13,7 @@ platformdirs is imported only when no variable names the folder.
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -36,6 +37,11 @@ def state_dir(environ: Mapping[str, str] | None = None) -> Path:
     import platformdirs  # only when no variable says
 
     return Path(platformdirs.user_state_dir("treadle"))
+
+
+def new_session_id() -> str:
+    """A new session's folder name: when it started, and six random hex digits."""
+    return time.strftime("%Y%m%d-%H%M%S") + "-" + os.urandom(3).hex()
 
 
 def sessions_dir(environ: Mapping[str, str] | None = None) -> Path:

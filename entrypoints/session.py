@@ -10,7 +10,7 @@ import json
 import os
 import re
 import sys
-import time
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -36,18 +36,14 @@ from treadle.entrypoints.config import (
     settings_environment,
 )
 from treadle.entrypoints.interrupts import SignalPolicy
-from treadle.entrypoints.paths import sessions_dir, state_dir
+from treadle.entrypoints.paths import new_session_id, sessions_dir, state_dir
 from treadle.entrypoints.providers import key_needed
 from treadle.entrypoints.trust import held_back_warning
 
 if TYPE_CHECKING:
     from treadle.domain.loop.turn import Agent
 
-__all__ = ["flag_values", "state_dir"]  # batch reads them here
-
-
-def new_session_id() -> str:
-    return time.strftime("%Y%m%d-%H%M%S") + "-" + os.urandom(3).hex()
+__all__ = ["flag_values", "new_session_id", "state_dir"]  # batch reads them here
 
 
 SESSION_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}\Z")
@@ -153,10 +149,31 @@ def opened_or_said(args: argparse.Namespace) -> tuple[AppConfig, str, bool] | No
 
 def run_session(args: argparse.Namespace) -> int:
     hide_environment_from_commands()
+    if getattr(args, "worktree", None) is None:
+        return _run_session(args)
+    from treadle.entrypoints.worktrees import enter_worktree
+
+    try:
+        entered = enter_worktree(args)
+    except ConfigError as error:
+        print(f"treadle: {error}", file=sys.stderr)
+        return USAGE_ERROR
+    try:
+        return _run_session(args, entered.common_dir)
+    finally:  # where the work is, and how to take it or drop it
+        for line in entered.leaving():
+            print(line, file=sys.stderr)
+
+
+def _run_session(args: argparse.Namespace, git_dir: str = "") -> int:
+    """The session ``args`` asks for; ``git_dir``, when it works in a worktree, is the
+    repository's folder its git writes to, which its commands may write too."""
     opened = opened_or_said(args)
     if opened is None:
         return USAGE_ERROR
     app, session_id, resuming = opened
+    if git_dir:
+        app = replace(app, sandbox_writable=(*app.sandbox_writable, git_dir))
     session_path = sessions_dir() / session_id
     # A command line's bytes that are not UTF-8 arrive as lone surrogates; made
     # well-formed here, they cannot break the transcript, the screen or a tool.

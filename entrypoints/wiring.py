@@ -26,6 +26,7 @@ from treadle.adapters.sessions import (
     SessionStore,
     SessionUnusable,
 )
+from treadle.domain.loop.background import BackgroundProcesses
 from treadle.domain.loop.context import SharedWindow
 from treadle.domain.loop.settings import SubAgentClocks, TurnSettings
 from treadle.domain.loop.turn import Agent, TurnPorts, core_tools
@@ -34,6 +35,7 @@ from treadle.domain.rules.context_window import ContextSettings, ContextState
 from treadle.domain.rules.history import History
 from treadle.domain.rules.interrupts import CtrlC
 from treadle.domain.rules.limits import SpendingLimits
+from treadle.domain.rules.network import NetworkPolicy
 from treadle.domain.rules.tokens import as_is
 from treadle.domain.rules.truncation import TokenBudget
 from treadle.domain.values.events import Notice
@@ -52,8 +54,10 @@ from treadle.entrypoints.config import (
 from treadle.entrypoints.interrupts import LeaveNow
 from treadle.entrypoints.model_choice import ModelChoice
 from treadle.entrypoints.paths import cache_dir, config_dir
+from treadle.entrypoints.paths import state_dir as state_folder
 from treadle.entrypoints.providers import resolve
 from treadle.ports.clock import Clock
+from treadle.ports.isolation import WorkspaceIsolation
 from treadle.ports.model import Model, ModelServer
 from treadle.ports.process import ProcessRunner
 from treadle.ports.terminal import Terminal
@@ -68,6 +72,7 @@ if TYPE_CHECKING:
     from treadle.adapters.mcp.servers import McpServers
     from treadle.adapters.sandbox import Sandbox
     from treadle.adapters.telemetry import Telemetry
+    from treadle.domain.rules.network import NetworkMode
     from treadle.domain.rules.sandbox import SandboxMode
     from treadle.domain.values.process import ProcessError, ProcessResult, ProcessSpec
 
@@ -133,9 +138,20 @@ class RunnerOnFirstCommand:
         return await self._runner.run(spec)
 
 
-def build_sandbox(app: AppConfig, state_dir: str) -> Sandbox:
+def open_sandboxes() -> Iterator[list[Sandbox]]:
+    """The sandboxes the session made (one), closed at its end: their proxies stop."""
+    made: list[Sandbox] = []
+    try:
+        yield made
+    finally:
+        for sandbox in made:
+            sandbox.close()
+
+
+def build_sandbox(app: AppConfig, state_dir: str, made: list[Sandbox] | None = None) -> Sandbox:
     """The session's sandbox: ``app.sandbox`` over the workspace. A mode the person set
-    (a file, a variable, a flag) is explicit: without Landlock it refuses commands."""
+    (a file, a variable, a flag) is explicit: without Landlock it refuses commands.
+    ``made`` (:func:`open_sandboxes`) keeps it for the session's end."""
     from treadle.adapters.checkpoints import workspace_key
     from treadle.adapters.sandbox import Sandbox
 
@@ -143,7 +159,27 @@ def build_sandbox(app: AppConfig, state_dir: str) -> Sandbox:
     cache = cache_dir(state_dir, workspace_key(workspace))
     mode = cast("SandboxMode", app.sandbox)
     explicit = app.origin("sandbox") != DEFAULT
-    return Sandbox(mode, workspace, explicit=explicit, writable=app.sandbox_writable, cache=cache)
+    network = NetworkPolicy(
+        cast("NetworkMode", app.sandbox_network),
+        allow=app.network_allow,
+        deny=app.network_deny,
+        loopback=app.network_loopback,
+    )
+    network_explicit = any(
+        app.origin(key) != DEFAULT for key in ("sandbox_network", "network_loopback")
+    )
+    sandbox = Sandbox(
+        mode,
+        workspace,
+        explicit=explicit,
+        writable=app.sandbox_writable,
+        cache=cache,
+        network=network,
+        network_explicit=network_explicit,
+    )
+    if made is not None:
+        made.append(sandbox)
+    return sandbox
 
 
 def build_turn_start(
@@ -164,11 +200,29 @@ def build_turn_start(
     return HostTurnStart(shadow, session=os.path.basename(session_dir), sandbox=sandbox)
 
 
-def build_tools(servers: McpServers | None = None) -> list[Tool]:
-    """The built-in tools, then those of the MCP servers that started."""
+def build_isolation(app: AppConfig, sandbox: Callable[[], Sandbox]) -> WorkspaceIsolation:
+    """Sub-agents' worktrees (``isolation: "worktree"``, issue 27), under ``worktree_dir``
+    or the state folder's ``worktrees``; commands may write the ones made. Offered to
+    every agent the container builds, a replay's as a session's: their requests match."""
+    from treadle.adapters.worktree_isolation import WorktreeIsolation
+
+    root = (
+        os.path.expanduser(app.worktree_dir)
+        if app.worktree_dir
+        else str(state_folder() / "worktrees")
+    )
+    return WorktreeIsolation(root, lambda folder: sandbox().allow_writing(folder))
+
+
+def build_tools(
+    servers: McpServers | None = None, background: BackgroundProcesses | None = None
+) -> list[Tool]:
+    """The built-in tools (bash's background processes in ``background``), then those
+    of the MCP servers that started."""
     from treadle.adapters.tools import file_tools
 
-    return core_tools() + file_tools() + (servers.tools() if servers is not None else [])
+    mcp = servers.tools() if servers is not None else []
+    return core_tools(background) + file_tools() + mcp
 
 
 def open_mcp_servers(
@@ -406,6 +460,7 @@ def build_settings(
             max_timeout=app.tool_timeout_max,
             output_limit=app.output_limit,
             passthrough_env=app.env_passthrough,
+            background_limit=app.background_limit,
         ),
         subagents=SubAgentClocks(app.subagent_check_interval, app.subagent_deadline),
         subagent_depth=app.subagent_depth,

@@ -11,6 +11,12 @@ pauses the turn (SIGTERM, then SIGTERM to its group, then SIGKILL, as on this ma
 still returns its result. A task that does not end within the pause's time is cancelled
 with ``force=True``: Ray kills its worker, and the worker's watchdog kills what the
 turn started, since Ray's own cancel misses what left the worker's process group.
+
+As on this machine, each worker starts its next turn's process while a turn runs
+(:class:`~treadle.adapters.batch.turn_process.WarmTurns`, one per worker), so a turn's
+interpreter and imports are not paid between two turns; a worker given no turn within
+:data:`SPARE_SECONDS` of its last one ends it (the batch's end, or a cluster's worker
+that outlives its batch).
 """
 
 from __future__ import annotations
@@ -19,13 +25,14 @@ import asyncio
 import contextlib
 import os
 import signal
+import threading
 from pathlib import Path
 from typing import Any
 
 from returns.result import Failure, Result, Success
 
 from treadle.adapters.batch.ray_instance import LocalRayInstance, RayCluster
-from treadle.adapters.batch.turn_process import StopTimes, TurnSignals, run_turn
+from treadle.adapters.batch.turn_process import StopTimes, TurnSignals, WarmTurns, run_turn
 from treadle.adapters.system_clock import SystemClock
 from treadle.domain.rules.batch import NOT_STARTED_DETAIL
 from treadle.domain.rules.turn_report import TurnTally, tally_lines
@@ -45,6 +52,45 @@ LOST = (
 )
 """Ray's errors that mean the task's worker or node went away, not that the turn failed."""
 
+SPARE_SECONDS = 2.0
+"""How long a worker keeps the process it started for its next turn once its last turn
+ended: a batch hands a free worker its next turn at once."""
+
+
+class _Spare:
+    """A worker's turn process started ahead, and the timer that ends it when no turn
+    comes: taken at each task's start, left to the timer at its end."""
+
+    def __init__(self) -> None:
+        self.warm = WarmTurns(1)
+        self._lock = threading.Lock()
+        self._timer: threading.Timer | None = None
+        self._generation = 0
+
+    def take(self) -> WarmTurns:
+        with self._lock:
+            self._generation += 1  # a timer already firing ends nothing now
+            if self._timer is not None:
+                self._timer.cancel()
+                self._timer = None
+        return self.warm
+
+    def leave(self) -> None:
+        with self._lock:
+            self._timer = threading.Timer(SPARE_SECONDS, self._end, (self._generation,))
+            self._timer.daemon = True
+            self._timer.start()
+
+    def _end(self, generation: int) -> None:
+        with self._lock:
+            if generation == self._generation:
+                self.warm.close()
+
+
+_spare: _Spare | None = None
+"""This worker process's spare (made by its first task; one worker runs one task at a
+time)."""
+
 
 def run_on_worker(order: TurnOrder, times: StopTimes) -> TaskResult:
     """The body of a turn's Ray task, in the worker: run the turn to its end."""
@@ -63,16 +109,24 @@ def run_on_worker(order: TurnOrder, times: StopTimes) -> TaskResult:
 
 
 async def _turn_on_worker(order: TurnOrder, worker: str, times: StopTimes) -> TaskResult:
+    global _spare
     loop = asyncio.get_running_loop()
     signals = TurnSignals.new()
     # ray.cancel(force=False) raises SIGINT's handler in the worker's main thread;
     # this one wakes the loop (its wakeup fd) and asks the turn to pause.
     loop.add_signal_handler(signal.SIGINT, signals.pause.set)
+    spare = _spare = _spare or _Spare()
     try:
         return await run_turn(
-            order, worker=worker, clock=SystemClock(), signals=signals, times=times
+            order,
+            worker=worker,
+            clock=SystemClock(),
+            signals=signals,
+            times=times,
+            warm=spare.take(),
         )
     finally:
+        spare.leave()
         loop.remove_signal_handler(signal.SIGINT)
 
 

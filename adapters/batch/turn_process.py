@@ -73,6 +73,8 @@ def turn_command(order: TurnOrder, python: str = sys.executable) -> list[str]:
     ):
         if value:
             argv += [flag, value]
+    if order.worktree:  # one word: the task after it is never taken for its name
+        argv.append(f"--worktree={order.worktree}")
     argv += ["--resume" if order.resuming else "--session-id", order.session]
     return [*argv, "--", order.task] if order.task else argv
 

@@ -15,11 +15,13 @@ from typing import Any
 
 from treadle.adapters.blessed_terminal.screen import cell_width, fit, fit_head, fit_tail
 from treadle.adapters.plain_terminal import cost_text, describe_event, shown_task, token_counts
+from treadle.domain.rules.background import status_part
 from treadle.domain.rules.output_preview import LIVE_LINES
 from treadle.domain.rules.resumed_view import ResumedView
 from treadle.domain.values.conversation import Usage
 from treadle.domain.values.events import (
     AnswerDelta,
+    BackgroundCount,
     CompactionStarted,
     ContextCompacted,
     ContextPruned,
@@ -192,6 +194,9 @@ class TurnView:
     """Diffs the person saw with an approval question: not shown a second time."""
     width: int = 0
     """The screen's width when the lines of an event are made (0: not cut)."""
+    background: int = 0
+    """Background processes running now (issue 27): a count on the status line, kept
+    from turn to turn as they are."""
 
     def begin(self, now: float) -> None:
         self.started = now
@@ -304,6 +309,8 @@ class TurnView:
                 )
                 if main:
                     self.activity = f"running {one_line(call.name, 64)}"
+            case BackgroundCount(running=running):
+                self.background = running
             case ToolOutput(call_id=call_id, lines=lines):
                 tool = self.running.get(call_id)
                 if tool is not None and tool.agent == event.agent:
@@ -482,7 +489,9 @@ class TurnView:
         if self.retry_at is not None:
             left = math.ceil(max(0.0, self.retry_at - now))  # never "in 0 s" while waiting
             activity = f"retrying in {left} s — {self.retry_error}"
+        background = status_part(self.background)
         counts = (
+            *([background] if background else []),
             requests(self.requests),
             f"{self.usage.input_tokens:,} in / {self.usage.output_tokens:,} out tokens",
         )

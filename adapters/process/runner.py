@@ -11,6 +11,7 @@ Example::
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
 import subprocess
 import time
@@ -254,6 +255,7 @@ class SubprocessRunner:
             # has ended (or is ending), and is reaped like any command.
             left = spec.timeout - (time.monotonic() - started)
             timed_out = await self._follow(tree, process, reader, left)
+            refused = launch.network_lines()
         finally:
             reader.close()
             start.close()
@@ -274,7 +276,14 @@ class SubprocessRunner:
         if status.failure:  # the command never ran
             why = f"the sandbox could not be set up: {status.failure}"
             return Failure(ProcessError(why, blocked=True))
-        return Success(_result(process, bound, spill, time.monotonic() - started, timed_out))
+        result = _result(process, bound, spill, time.monotonic() - started, timed_out)
+        if refused:  # the proxy's refusals, after the output: the model's and the screen's
+            apart = "\n" if result.output and not result.output.endswith("\n") else ""
+            if spec.on_output is not None:
+                spec.on_output((apart + "".join(f"{line}\n" for line in refused)).encode())
+            output = "\n".join((result.output.rstrip("\n"), *refused)).lstrip("\n")
+            result = dataclasses.replace(result, output=output)
+        return Success(result)
 
     @staticmethod
     def _spawned(tree: CommandTree, helper: subprocess.Popen[bytes], pid: int) -> _Process:
@@ -310,7 +319,14 @@ class SubprocessRunner:
         # Ours is the parent's folder; programs that trust $PWD would be misled.
         environment.setdefault("PWD", os.path.abspath(spec.cwd))
         folder = cgroup.open() if cgroup is not None else -1
-        start = plan_start(launch.ruleset, folder, native=self._spawner)
+        start = plan_start(
+            launch.ruleset,
+            folder,
+            native=self._spawner,
+            network=launch.network,
+            channel=launch.channel[1],
+            port=launch.proxy.port if launch.proxy is not None else 0,
+        )
         read_end, write_end = os.pipe()
         gate_read, gate_write = os.pipe() if start.gated else (None, None)
         command = [self._shell, "-c", spec.command]

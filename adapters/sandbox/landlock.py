@@ -32,6 +32,7 @@ import stat
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from treadle.adapters.sandbox.confine_exec import MACHINES
 from treadle.domain.rules.sandbox import SandboxSupport
 
 # Since Linux 5.1 every architecture shares the numbers of new system calls.
@@ -41,6 +42,7 @@ KNOWN_MACHINES = frozenset(
 )
 CREATE_RULESET_VERSION = 1 << 0
 RULE_PATH_BENEATH = 1
+RULE_NET_PORT = 2
 
 
 class Access(enum.IntFlag):
@@ -62,6 +64,16 @@ class Access(enum.IntFlag):
     REFER = 1 << 13  # ABI 2: rename and link across folders (always refused on ABI 1)
     TRUNCATE = 1 << 14  # ABI 3: truncate(2) and O_TRUNC (not confined before)
     IOCTL_DEV = 1 << 15  # ABI 5: ioctl on devices
+
+
+class NetAccess(enum.IntFlag):
+    """``LANDLOCK_ACCESS_NET_*`` (ABI 4): TCP only, by port, whatever the address."""
+
+    BIND_TCP = 1 << 0
+    CONNECT_TCP = 1 << 1
+
+
+TCP = NetAccess.BIND_TCP | NetAccess.CONNECT_TCP
 
 
 class Scope(enum.IntFlag):
@@ -130,6 +142,13 @@ class _PathBeneathAttr(ctypes.Structure):
     ]
 
 
+class _NetPortAttr(ctypes.Structure):
+    _fields_ = [
+        ("allowed_access", ctypes.c_uint64),
+        ("port", ctypes.c_uint64),
+    ]
+
+
 class LandlockError(OSError):
     """A Landlock call failed; the message says which and why."""
 
@@ -146,12 +165,13 @@ class _Kernel:
         number = ctypes.c_long(SYSCALLS["create_ruleset"])
         return int(self._syscall(number, pointer, ctypes.c_size_t(size), ctypes.c_uint32(flags)))
 
-    def add_rule(self, ruleset: int, rule: _PathBeneathAttr) -> int:
+    def add_rule(self, ruleset: int, rule: _PathBeneathAttr | _NetPortAttr) -> int:
+        kind = RULE_NET_PORT if isinstance(rule, _NetPortAttr) else RULE_PATH_BENEATH
         return int(
             self._syscall(
                 ctypes.c_long(SYSCALLS["add_rule"]),
                 ctypes.c_int(ruleset),
-                ctypes.c_int(RULE_PATH_BENEATH),
+                ctypes.c_int(kind),
                 ctypes.byref(rule),
                 ctypes.c_uint32(0),
             )
@@ -188,6 +208,24 @@ def probe() -> SandboxSupport:
     return SandboxSupport(0, f"Landlock is unavailable: {why} (kernel {platform.release()})")
 
 
+PR_GET_SECCOMP = 21
+
+
+def probe_seccomp() -> str:
+    """Why no socket filter can be installed here, or "" when one can: the kernel must
+    have seccomp filters (``PR_GET_SECCOMP`` answers) and the filter must know the
+    machine's system call numbers (:data:`~.confine_exec.MACHINES`)."""
+    machine = platform.machine()
+    if machine not in MACHINES:
+        return f"no socket filter is known for {machine}"
+    prctl = ctypes.CDLL(None, use_errno=True).prctl
+    unset = ctypes.c_ulong(0)
+    if prctl(PR_GET_SECCOMP, unset, unset, unset, unset) < 0:
+        code = ctypes.get_errno()
+        return f"the kernel refuses seccomp filters: {os.strerror(code)}"
+    return ""
+
+
 @dataclass
 class Ruleset:
     """A ruleset ready to be enforced by the exec helper. Its descriptor is close-on-exec
@@ -215,10 +253,17 @@ def prepare(
     devices: Sequence[str] = DEVICES,
     readable: Sequence[str] = ("/",),
     scoped: bool = True,
+    files: bool = True,
+    tcp: bool = False,
+    connect_ports: Sequence[int] = (),
 ) -> Ruleset:
     """A ruleset letting a command read ``readable``, change ``writable`` (make in it
     anything but device nodes) and write ``devices``, and nothing else. Raises
     :class:`LandlockError`.
+
+    ``files`` False leaves the filesystem alone (``sandbox = off`` with a network
+    mode). ``tcp`` refuses every TCP bind and connect (ABI 4) but a connect to one of
+    ``connect_ports`` (the proxy's), whatever the address: Landlock names ports only.
 
     Rules bind inodes: a ruleset kept for a session must be built again when a folder
     it names is deleted and made again (it takes a tenth of a millisecond).
@@ -226,10 +271,13 @@ def prepare(
     if not support.available:
         raise LandlockError(errno.EOPNOTSUPP, support.reason)
     kernel = _bound()
-    handled = fs_rights(support.abi)
+    if tcp and support.abi < 4:
+        raise LandlockError(errno.EOPNOTSUPP, f"Landlock ABI {support.abi} has no TCP rules")
+    handled = fs_rights(support.abi) if files else Access(0)
+    net = TCP if tcp else NetAccess(0)
     scope = scopes(support.abi) if scoped else Scope(0)
-    attr = _RulesetAttr(handled_access_fs=handled, handled_access_net=0, scoped=scope)
-    size = ctypes.sizeof(_RulesetAttr) if support.abi >= 6 else 8
+    attr = _RulesetAttr(handled_access_fs=handled, handled_access_net=net, scoped=scope)
+    size = ctypes.sizeof(_RulesetAttr) if support.abi >= 6 else 16 if tcp else 8
     fd = kernel.create_ruleset(attr, size, 0)
     if fd < 0:
         code = ctypes.get_errno()
@@ -239,9 +287,14 @@ def prepare(
     wanted += [(path, DEVICE_RIGHTS) for path in devices]
     skipped: list[str] = []
     try:
-        for path, access in wanted:
+        for path, access in wanted if files else ():
             if not _add_rule(kernel, fd, path, access & handled):
                 skipped.append(path)
+        for port in connect_ports if tcp else ():
+            rule = _NetPortAttr(allowed_access=NetAccess.CONNECT_TCP, port=port)
+            if kernel.add_rule(fd, rule) != 0:
+                code = ctypes.get_errno()
+                raise LandlockError(code, f"landlock_add_rule(port {port}): {os.strerror(code)}")
     except BaseException:
         os.close(fd)
         raise

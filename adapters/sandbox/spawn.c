@@ -1,10 +1,16 @@
 /* treadle-spawn: start one command confined by a Landlock ruleset, born in its cgroup.
  *
- *     treadle-spawn 1 STATUS_FD RULESET_FD CGROUP_FD -- PROGRAM [ARGUMENT ...]
+ *     treadle-spawn 2 STATUS_FD RULESET_FD CGROUP_FD NETWORK CHANNEL_FD PORT -- PROGRAM ...
  *
- * "1" is the protocol: a helper built from another version of this file refuses to run.
+ * "2" is the protocol: a helper built from another version of this file refuses to run.
  * RULESET_FD (or -1: no sandbox) is a ruleset treadle built; CGROUP_FD (or -1) an open
- * cgroup v2 folder. STATUS_FD is the write end of a pipe treadle reads to its end:
+ * cgroup v2 folder; NETWORK the session's sandbox_network (on, off, allowlist, or
+ * loopback and allowlist+loopback: with a user and network namespace of the command's
+ * own, whose loopback it may use): under all but on a seccomp filter refuses every socket but Unix,
+ * netlink and TCP ones (TCP is the ruleset's to refuse, by port), and io_uring
+ * (confine_exec.py installs the same program). Under allowlist, CHANNEL_FD (or -1) is a
+ * Unix socket to treadle and PORT its proxy's: see proxy_inside. STATUS_FD is the write end of a pipe treadle reads to
+ * its end:
  *
  *   - "treadle sandbox: WHY": the ruleset could not be applied; nothing ran (exit 126);
  *   - "spawned PID": the command is PID, a new process born in the cgroup (clone3 with
@@ -29,9 +35,19 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stddef.h>
+#include <arpa/inet.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <sched.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+#include <linux/audit.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 
 #ifndef SYS_landlock_restrict_self
 #define SYS_landlock_restrict_self 446
@@ -41,6 +57,17 @@
 #endif
 #ifndef PR_SET_NO_NEW_PRIVS
 #define PR_SET_NO_NEW_PRIVS 38
+#endif
+#ifndef PR_SET_SECCOMP
+#define PR_SET_SECCOMP 22
+#endif
+#ifndef __NR_io_uring_setup
+#define __NR_io_uring_setup 425
+#endif
+#if defined(__x86_64__)
+#define SPAWN_ARCH AUDIT_ARCH_X86_64
+#elif defined(__aarch64__)
+#define SPAWN_ARCH AUDIT_ARCH_AARCH64
 #endif
 #define SPAWN_CLONE_PARENT 0x00008000ULL
 #define SPAWN_CLONE_INTO_CGROUP 0x200000000ULL
@@ -69,6 +96,122 @@ static void fail(int status, const char *what, int code, int exit_code) {
     _exit(exit_code);
 }
 
+#ifdef SPAWN_ARCH
+/* seccomp_data: nr, arch, then the arguments' low words (little end) at 16, 24, 32. */
+#define ARG(n) (offsetof(struct seccomp_data, args) + 8 * (n))
+static struct sock_filter socket_filter[] = {
+    BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)), /* 0 */
+    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SPAWN_ARCH, 0, 16),  /* 1 another: refused */
+    BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+    BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, 0x40000000, 14, 0),  /* 3 x32: refused */
+    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_io_uring_setup, 13, 0),
+    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_socket, 0, 11), /* 5 not socket: allowed */
+    BPF_STMT(BPF_LD | BPF_W | BPF_ABS, ARG(0)),               /* 6 its family */
+    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 1 /* AF_UNIX */, 9, 0),
+    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 16 /* AF_NETLINK */, 8, 0),
+    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 2 /* AF_INET */, 1, 0),
+    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 10 /* AF_INET6 */, 0, 7),
+    BPF_STMT(BPF_LD | BPF_W | BPF_ABS, ARG(1)),               /* 11 its type */
+    BPF_STMT(BPF_ALU | BPF_AND | BPF_K, 0xf),
+    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 1 /* SOCK_STREAM */, 0, 4),
+    BPF_STMT(BPF_LD | BPF_W | BPF_ABS, ARG(2)),               /* 14 its protocol */
+    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0, 1, 0),
+    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 6 /* IPPROTO_TCP */, 0, 1),
+    BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),             /* 17 */
+    BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EACCES),    /* 18 */
+};
+#endif
+
+static void filter_sockets(int status) {
+#ifdef SPAWN_ARCH
+    struct sock_fprog program = {
+        .len = (unsigned short)(sizeof socket_filter / sizeof socket_filter[0]),
+        .filter = socket_filter,
+    };
+    if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &program, 0L, 0L) != 0)
+        fail(status, "prctl(PR_SET_SECCOMP)", errno, 126);
+#else
+    fail(status, "no socket filter is known for this machine", EOPNOTSUPP, 126);
+#endif
+}
+
+static void write_file(int status, const char *path, const char *text) {
+    int fd = open(path, O_WRONLY | O_CLOEXEC);
+    if (fd < 0) fail(status, path, errno, 126);
+    ssize_t done = write(fd, text, strlen(text));
+    int code = errno;
+    close(fd);
+    if (done != (ssize_t)strlen(text)) fail(status, path, done < 0 ? code : EIO, 126);
+}
+
+/* A user and network namespace of the command's own, where the only interface is a
+ * loopback of its own (brought up here); the user namespace keeps it from joining
+ * treadle's (setns needs a capability it has only in its own). Before Landlock, which
+ * would refuse the writes to /proc/self. 0 when the kernel refuses the namespaces and
+ * they are not `required` (the allowlist then keeps to Landlock's port rule). */
+static int own_network(int status, int required) {
+    char map[64];
+    unsigned uid = (unsigned)getuid(), gid = (unsigned)getgid();
+    if (unshare(CLONE_NEWUSER | CLONE_NEWNET) != 0) {
+        if (!required) return 0;
+        fail(status, "unshare(CLONE_NEWUSER | CLONE_NEWNET)", errno, 126);
+    }
+    write_file(status, "/proc/self/setgroups", "deny");
+    snprintf(map, sizeof map, "%u %u 1\n", uid, uid);
+    write_file(status, "/proc/self/uid_map", map);
+    snprintf(map, sizeof map, "%u %u 1\n", gid, gid);
+    write_file(status, "/proc/self/gid_map", map);
+    int sock = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    struct ifreq lo;
+    memset(&lo, 0, sizeof lo);
+    strcpy(lo.ifr_name, "lo");
+    if (sock < 0 || ioctl(sock, SIOCGIFFLAGS, &lo) != 0) fail(status, "the loopback", errno, 126);
+    lo.ifr_flags |= IFF_UP;
+    if (ioctl(sock, SIOCSIFFLAGS, &lo) != 0) fail(status, "bringing the loopback up", errno, 126);
+    close(sock);
+    return 1;
+}
+
+/* allowlist, in a network of its own: the proxy's port on the command's own loopback,
+ * listened on here and handed to treadle over CHANNEL (SCM_RIGHTS), whose proxy then
+ * accepts its connections. Nothing else is reachable: not even another host on the
+ * proxy's port, which Landlock's port rule alone would let through. */
+static void proxy_inside(int status, int channel, int port, int required) {
+    if (channel < 0) {
+        if (required) fail(status, "allowlist+loopback without a channel", EINVAL, 126);
+        return;
+    }
+    if (own_network(status, required)) {
+        int listener = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        struct sockaddr_in at;
+        memset(&at, 0, sizeof at);
+        at.sin_family = AF_INET;
+        at.sin_port = htons((uint16_t)port);
+        at.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        if (listener < 0 || bind(listener, (struct sockaddr *)&at, sizeof at) != 0 ||
+            listen(listener, 128) != 0)
+            fail(status, "the proxy's port in the command's network", errno, 126);
+        char byte = 'L', room[CMSG_SPACE(sizeof(int))];
+        struct iovec part = {.iov_base = &byte, .iov_len = 1};
+        struct msghdr message;
+        memset(&message, 0, sizeof message);
+        memset(room, 0, sizeof room);
+        message.msg_iov = &part;
+        message.msg_iovlen = 1;
+        message.msg_control = room;
+        message.msg_controllen = sizeof room;
+        struct cmsghdr *header = CMSG_FIRSTHDR(&message);
+        header->cmsg_level = SOL_SOCKET;
+        header->cmsg_type = SCM_RIGHTS;
+        header->cmsg_len = CMSG_LEN(sizeof(int));
+        memcpy(CMSG_DATA(header), &listener, sizeof(int));
+        if (sendmsg(channel, &message, 0) != 1)
+            fail(status, "handing the proxy's port to treadle", errno, 126);
+        close(listener);
+    }
+    close(channel);
+}
+
 static int number(const char *text, int *out) {
     char *end;
     errno = 0;
@@ -88,19 +231,30 @@ static void become(char **command) {
 }
 
 int main(int argc, char **argv) {
-    int status, ruleset, cgroup;
-    if (argc < 7 || strcmp(argv[1], "1") != 0 || strcmp(argv[5], "--") != 0 ||
-        !number(argv[2], &status) || !number(argv[3], &ruleset) || !number(argv[4], &cgroup)) {
-        say(2, "usage: treadle-spawn 1 STATUS_FD RULESET_FD CGROUP_FD -- PROGRAM [ARGUMENT ...]\n");
+    int status, ruleset, cgroup, filtered, channel, port;
+    if (argc < 10 || strcmp(argv[1], "2") != 0 || strcmp(argv[8], "--") != 0 ||
+        !number(argv[2], &status) || !number(argv[3], &ruleset) || !number(argv[4], &cgroup) ||
+        !(strcmp(argv[5], "on") == 0 || strcmp(argv[5], "off") == 0 ||
+          strcmp(argv[5], "allowlist") == 0 || strcmp(argv[5], "loopback") == 0 ||
+          strcmp(argv[5], "allowlist+loopback") == 0) ||
+        !number(argv[6], &channel) || !number(argv[7], &port) || port < 0 || port > 65535) {
+        say(2, "usage: treadle-spawn 2 STATUS_FD RULESET_FD CGROUP_FD NETWORK CHANNEL_FD PORT "
+               "-- PROGRAM [ARGUMENT ...]\n");
         return 2;
     }
-    char **command = argv + 6;
+    filtered = strcmp(argv[5], "on") != 0;
+    char **command = argv + 9;
+    if (filtered && ruleset < 0) fail(status, "a network mode without a ruleset", EINVAL, 126);
+    if (strcmp(argv[5], "loopback") == 0) own_network(status, 1);
+    if (strcmp(argv[5], "allowlist") == 0) proxy_inside(status, channel, port, 0);
+    if (strcmp(argv[5], "allowlist+loopback") == 0) proxy_inside(status, channel, port, 1);
     if (ruleset >= 0) {
         if (prctl(PR_SET_NO_NEW_PRIVS, 1L, 0L, 0L, 0L) != 0)
             fail(status, "prctl(PR_SET_NO_NEW_PRIVS)", errno, 126);
         if (syscall(SYS_landlock_restrict_self, ruleset, 0) != 0)
             fail(status, "landlock_restrict_self", errno, 126);
         close(ruleset);
+        if (filtered) filter_sockets(status);
     }
     /* Confined (or nothing asked): the exec closes the status pipe, saying so. */
     if (status >= 0) fcntl(status, F_SETFD, FD_CLOEXEC);

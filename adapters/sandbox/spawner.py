@@ -16,7 +16,7 @@ said it is confined, on the status pipe.
 
 Example::
 
-    start = plan_start(launch.ruleset, cgroup_fd)
+    start = plan_start(launch.ruleset, cgroup_fd, network="off")
     process = Popen([*start.prefix, "/bin/bash", "-c", command], pass_fds=start.pass_fds)
     start.started()
     said = await start.said(timeout)   # Status(spawned=4242) / Status(failure="...")
@@ -32,11 +32,12 @@ import sys
 from dataclasses import dataclass
 
 from treadle.adapters.sandbox.landlock import Ruleset
+from treadle.domain.rules.network import StartNetwork
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SPAWNER = os.path.join(HERE, "treadle-spawn")
 SOURCE = os.path.join(HERE, "spawn.c")
-PROTOCOL = "1"
+PROTOCOL = "2"
 """The spawner's first argument; one built from another version of spawn.c refuses it."""
 HELPER = os.path.join(HERE, "confine_exec.py")
 
@@ -144,20 +145,37 @@ def parse_status(said: str) -> Status:
     return Status(failure=line.removeprefix("treadle sandbox: "))
 
 
-def plan_start(ruleset: Ruleset | None, cgroup: int, *, native: bool = True) -> Start:
+def plan_start(
+    ruleset: Ruleset | None,
+    cgroup: int,
+    *,
+    native: bool = True,
+    network: StartNetwork = "on",
+    channel: int = -1,
+    port: int = 0,
+) -> Start:
     """How to start a command confined by ``ruleset`` (None: not) in the cgroup open as
-    ``cgroup`` (-1: none). ``native`` False keeps to the Python helper."""
+    ``cgroup`` (-1: none), under ``network`` (anything but on: the socket filter, which
+    needs a ruleset). Under allowlist, ``channel`` (or -1) is the Unix socket on which
+    the start hands treadle the proxy's ``port`` in the command's own network.
+    ``native`` False keeps to the Python helper."""
     rules = ruleset.fd if ruleset is not None else -1
     spawner = native_spawner() if native else None
+    proxy = (str(channel), str(port))
+    extra = (channel,) if channel >= 0 else ()
     if spawner is not None and (rules >= 0 or cgroup >= 0):
         reading, writing = os.pipe()
-        prefix: tuple[str, ...] = (spawner, PROTOCOL, str(writing), str(rules), str(cgroup), "--")
-        fds = tuple(fd for fd in (writing, rules, cgroup) if fd >= 0)
+        prefix: tuple[str, ...] = (
+            *(spawner, PROTOCOL, str(writing), str(rules), str(cgroup), network, *proxy, "--"),
+        )
+        fds = tuple(fd for fd in (writing, rules, cgroup, *extra) if fd >= 0)
         return Start(prefix, fds, (reading, writing))
     if rules >= 0:
         reading, writing = os.pipe()
-        prefix = (sys.executable, "-I", "-S", HELPER, str(rules), str(writing), "--")
-        return Start(prefix, (rules, writing), (reading, writing), gated=cgroup >= 0)
+        prefix = (sys.executable, "-I", "-S", HELPER, str(rules), str(writing), network, *proxy)
+        return Start(
+            (*prefix, "--"), (rules, writing, *extra), (reading, writing), gated=cgroup >= 0
+        )
     return Start(gated=cgroup >= 0)
 
 

@@ -8,6 +8,8 @@ from typing import Any
 
 from returns.result import Failure, Success
 
+from treadle.domain.loop.background import NO_DEADLINE, BackgroundProcesses
+from treadle.domain.rules.background import started_text
 from treadle.domain.rules.output_bound import OutputBound
 from treadle.domain.rules.output_preview import OutputWatch
 from treadle.domain.values.events import PlanStep, PlanUpdated, ToolOutput
@@ -19,7 +21,8 @@ from treadle.ports.tools import ToolContext
 
 
 class BashTool:
-    """Runs one shell command in the workspace, with a deadline and an output bound."""
+    """Runs one shell command in the workspace, with a deadline and an output bound;
+    with ``background``, starts it in ``processes`` and returns at once (issue 27)."""
 
     spec = ToolSpec(
         name="bash",
@@ -27,7 +30,8 @@ class BashTool:
             "Run a shell command in the workspace with bash. stdin is closed and nothing "
             "can prompt; long output keeps its head and tail. Use `timeout` (seconds) for "
             "commands that may take long. Anything the command leaves running in the "
-            "background is stopped when it ends."
+            "background is stopped when it ends. With `background` (a server, a watcher) "
+            "it keeps running, and the call returns its id at once."
         ),
         parameters={
             "type": "object",
@@ -38,6 +42,7 @@ class BashTool:
                     "exclusiveMinimum": 0,
                     "description": "Deadline in seconds (capped by configuration).",
                 },
+                "background": {"type": "boolean"},
             },
             "required": ["command"],
             "additionalProperties": False,
@@ -45,11 +50,16 @@ class BashTool:
     )
     access: Access = "execute"
 
+    def __init__(self, processes: BackgroundProcesses | None = None) -> None:
+        self.processes = processes if processes is not None else BackgroundProcesses()
+
     def describe(self, arguments: Mapping[str, Any]) -> str:
         return str(arguments.get("command", ""))
 
     async def run(self, arguments: Mapping[str, Any], context: ToolContext) -> ToolOutcome:
         limits = context.limits
+        if arguments.get("background"):
+            return self._in_background(arguments, context)
         timeout = min(float(arguments.get("timeout", limits.default_timeout)), limits.max_timeout)
         live = LiveOutput(context, limits.output_limit)
         spec = ProcessSpec(
@@ -81,6 +91,26 @@ class BashTool:
                     f"could not start the command: {error.detail}", True, "not started"
                 )
         raise AssertionError("unreachable")
+
+    def _in_background(self, arguments: Mapping[str, Any], context: ToolContext) -> ToolResult:
+        limits = context.limits
+        asked = arguments.get("timeout")
+        spec = ProcessSpec(
+            command=str(arguments["command"]),
+            cwd=context.workspace,
+            timeout=min(float(asked), limits.max_timeout) if asked else NO_DEADLINE,
+            output_limit=limits.output_limit,
+        )
+        started = self.processes.start(
+            spec,
+            context.runner,
+            context.clock.now,
+            limit=limits.background_limit,
+            emit=context.emit,
+        )
+        if isinstance(started, str):
+            return ToolResult(f"Not started: {started}.", True, "not started")
+        return ToolResult(started_text(started), status=f"background {started.id}")
 
 
 OUTPUT_INTERVAL = 0.1

@@ -9,20 +9,26 @@ starts: most turns never run one), which drives the pure watch of
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
+
+from returns.result import Failure, Success
 
 from treadle.domain.loop.settings import SubAgentClocks
 from treadle.domain.rules.workflows import unknown_agent
+from treadle.domain.rules.worktree import isolation_report
 from treadle.domain.values.conversation import Usage
 from treadle.domain.values.model import ToolSpec
 from treadle.domain.values.tools import (
     MIN_CHECK_INTERVAL,
     Access,
+    Isolated,
     ToolEnding,
     ToolOutcome,
     ToolResult,
 )
 from treadle.domain.values.workflows import AgentDefinition
+from treadle.ports.isolation import WorkspaceIsolation
 from treadle.ports.tools import ToolContext
 
 if TYPE_CHECKING:
@@ -61,17 +67,21 @@ class AgentTool:
 
     def __init__(
         self,
-        spawn: Callable[[str, AgentDefinition | None], SubAgent | str],
+        spawn: Callable[[str, AgentDefinition | None, str], SubAgent | str],
         clocks: SubAgentClocks,
         add_usage: Callable[[Usage], None],
         *,
         max_depth: int = 3,
         started: int = 0,
         agents: Sequence[AgentDefinition] = (),
+        isolation: WorkspaceIsolation | None = None,
     ) -> None:
+        self._isolation = isolation
         self._agents = {agent.name: agent for agent in agents}
         if agents:  # the named sub-agents (issue 23), which the model chooses by name
             self.spec = with_named_agents(AgentTool.spec, agents)
+        if isolation is not None:  # offered only where a worktree can be made (issue 27)
+            self.spec = with_isolation(self.spec)
         self._spawn = spawn
         self._clocks = clocks
         self._add_usage = add_usage
@@ -107,10 +117,17 @@ class AgentTool:
             known = unknown_agent(wanted, list(self._agents.values()))
             return ToolResult(f"Error: {known}", is_error=True, status="unknown agent")
         number = self._started + 1
-        child = self._spawn(
-            f"{context.agent}/agent-{number}" if context.agent else f"agent-{number}", definition
-        )
+        name = f"{context.agent}/agent-{number}" if context.agent else f"agent-{number}"
+        isolated: Isolated | None = None
+        if arguments.get("isolation") == "worktree":
+            made = await self._isolate(context.workspace, name)
+            if isinstance(made, ToolResult):
+                return made
+            isolated = made
+        child = self._spawn(name, definition, isolated.workspace if isolated else "")
         if isinstance(child, str):
+            if isolated is not None and self._isolation is not None:
+                await self._isolation.finish(isolated)
             return ToolResult(f"Error: {child}", is_error=True, status="refused")
         self._started = number
         from treadle.domain.loop.watcher import SubAgentWatcher
@@ -125,7 +142,40 @@ class AgentTool:
             grace=clocks.report_grace,
             add_usage=self._add_usage,
         )
-        return await watcher.run()
+        outcome = await watcher.run()
+        if isolated is None or self._isolation is None:
+            return outcome
+        # Said once it has reported (a stop that cancels the call leaves the worktree).
+        changes = await self._isolation.finish(isolated)
+        return with_changes(outcome, isolated, changes)
+
+    async def _isolate(self, workspace: str, name: str) -> Isolated | ToolResult:
+        """The sub-agent's own worktree, or the tool error that says why it has none."""
+        if self._isolation is None:
+            return ToolResult(
+                'Error: isolation "worktree" is not available here; leave it out.',
+                is_error=True,
+                status="refused",
+                ending=ToolEnding.REFUSED,
+            )
+        match await self._isolation.isolate(workspace, name):
+            case Success(Isolated() as isolated):
+                return isolated
+            case Failure(why):
+                return ToolResult(
+                    f'Error: isolation "worktree": {why}',
+                    True,
+                    "refused",
+                    ending=ToolEnding.REFUSED,
+                )
+        raise AssertionError("unreachable")
+
+
+def with_changes(outcome: ToolOutcome, isolated: Isolated, changes: str) -> ToolOutcome:
+    """The sub-agent's report, followed by what it changed in its worktree."""
+    if not isinstance(outcome, ToolResult):
+        return outcome
+    return replace(outcome, text=f"{outcome.text}\n\n{isolation_report(isolated, changes)}")
 
 
 DESCRIBED_MOST = 200
@@ -149,6 +199,20 @@ def with_named_agents(spec: ToolSpec, agents: Sequence[AgentDefinition]) -> Tool
         f"{spec.description} Named sub-agents (give agent): {listed}",
         {**spec.parameters, "properties": properties},
     )
+
+
+def with_isolation(spec: ToolSpec) -> ToolSpec:
+    """The ``agent`` tool's spec with its ``isolation`` argument."""
+    properties = {
+        **spec.parameters["properties"],
+        "isolation": {
+            "type": "string",
+            "enum": ["worktree"],
+            "description": "worktree: it works in a git worktree of its own; its report "
+            "ends with the diff of its changes.",
+        },
+    }
+    return ToolSpec(spec.name, spec.description, {**spec.parameters, "properties": properties})
 
 
 def depth(name: str) -> int:

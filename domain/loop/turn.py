@@ -15,6 +15,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from functools import partial
 
+from treadle.domain.loop.background import BackgroundProcesses
+from treadle.domain.loop.background_tools import ProcessOutputTool, ProcessStopTool
 from treadle.domain.loop.builtin_tools import AskTool, BashTool, UpdatePlanTool
 from treadle.domain.loop.context import SharedWindow
 from treadle.domain.loop.hooks import TurnHooks
@@ -35,6 +37,7 @@ from treadle.domain.rules.output_bound import OutputBound
 from treadle.domain.rules.tokens import measured_as
 from treadle.domain.values.conversation import Message, ToolCall, Usage
 from treadle.domain.values.events import (
+    BackgroundCount,
     MessageAdded,
     Notice,
     RequestSent,
@@ -74,6 +77,7 @@ from treadle.domain.values.tools import (
 from treadle.domain.values.workflows import AgentDefinition
 from treadle.ports.clock import Clock
 from treadle.ports.hooks import Hooks
+from treadle.ports.isolation import WorkspaceIsolation
 from treadle.ports.model import Model, ModelServer
 from treadle.ports.notify import Notifier
 from treadle.ports.process import ProcessRunner
@@ -83,6 +87,9 @@ from treadle.ports.transcript import TranscriptStore
 from treadle.ports.turn_start import TurnStart
 
 log = logging.getLogger(__name__)
+
+SCREEN_ONLY = (ToolOutput, BackgroundCount)
+"""Events shown and never kept: a running command's last lines, the background count."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,11 +110,21 @@ class TurnPorts:
     """The commands a team set to run at a turn's moments (issue 23)."""
     notifier: Notifier | None = None
     """Rings the terminal when a turn ends or waits for the person (issue 23)."""
+    isolation: WorkspaceIsolation | None = None
+    """Makes a sub-agent's own worktree (``isolation: "worktree"``); None: not offered."""
 
 
-def core_tools() -> list[Tool]:
-    """The tools that need only the ports: bash, update_plan and ask."""
-    return [BashTool(), UpdatePlanTool(), AskTool()]
+def core_tools(background: BackgroundProcesses | None = None) -> list[Tool]:
+    """The tools that need only the ports: bash, update_plan, ask, and the two that
+    read and stop what bash started in ``background`` (the session's processes)."""
+    processes = background if background is not None else BackgroundProcesses()
+    return [
+        BashTool(processes),
+        UpdatePlanTool(),
+        AskTool(),
+        ProcessOutputTool(processes),
+        ProcessStopTool(processes),
+    ]
 
 
 class Agent:
@@ -159,6 +176,7 @@ class Agent:
                 max_depth=self.settings.subagent_depth,
                 started=subagents_started,
                 agents=self.settings.agents,
+                isolation=ports.isolation,
             )
         self._allowed = set(self.settings.allowed_prefixes)
         self.hooks = TurnHooks(ports.hooks, ports.notifier, self.emit, name)
@@ -189,7 +207,7 @@ class Agent:
     def emit(self, event: TurnEvent) -> None:
         if type(event) is RequestSent and self._host_task is not None:
             self._begin_host()
-        if type(event) is ToolOutput:  # a glimpse for the screen: the result is what is kept
+        if type(event) in SCREEN_ONLY:  # a glimpse for the screen: the result is what is kept
             self.ports.terminal.show(event)
             return
         self.responder.context.observe(event)
@@ -206,20 +224,24 @@ class Agent:
     def doing(self) -> str:
         return self.responder.doing
 
-    def _spawn(self, name: str, definition: AgentDefinition | None = None) -> Agent | str:
+    def _spawn(
+        self, name: str, definition: AgentDefinition | None = None, workspace: str = ""
+    ) -> Agent | str:
         """A sub-agent with this agent's ports, settings, tools and window; a named one
-        with its definition's prompt, tools and model (or why it cannot start)."""
+        with its definition's prompt, tools and model (or why it cannot start); in
+        ``workspace`` when it has one of its own."""
+        settings = replace(self.settings, workspace=workspace) if workspace else self.settings
         if definition is None:
             return Agent(
                 self.ports,
-                self.settings,
+                settings,
                 self.base_tools,
                 name=name,
                 window=self.window,
                 meter=self.meter,
             )
         setup = named_setup(
-            definition, name, self.settings, self.base_tools, self.ports.models, self.name
+            definition, name, settings, self.base_tools, self.ports.models, self.name
         )
         if isinstance(setup, str):
             return setup

@@ -268,12 +268,18 @@ def merged_flags(batch: Flags, own: Flags) -> Flags:
 
 def shared_workspaces(orders: Iterable[TurnOrder]) -> dict[str, int]:
     """Folders that more than one turn works in, with how many: their turns may run at
-    the same time and see (and overwrite) each other's edits.
+    the same time and see (and overwrite) each other's edits. A turn in a worktree of
+    its own (``--worktree``) shares none.
 
     >>> shared_workspaces([TurnOrder("a", "", "s", "/w"), TurnOrder("b", "", "t", "/w")])
     {'/w': 2}
+    >>> apart = [TurnOrder(i, "", i, "/w", worktree=i) for i in "ab"]
+    >>> shared_workspaces(apart)
+    {}
     """
     counts: dict[str, int] = {}
     for order in orders:
+        if order.worktree:
+            continue
         counts[order.workspace] = counts.get(order.workspace, 0) + 1
     return {folder: n for folder, n in counts.items() if n > 1}

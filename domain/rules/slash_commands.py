@@ -37,6 +37,8 @@ BUILT_IN: tuple[SlashCommand, ...] = (
     SlashCommand("/undo", "take the last turn's changes back"),
     SlashCommand("/redo", "bring back what /undo took"),
     SlashCommand("/skills", "list the skills offered to the model, with their paths"),
+    SlashCommand("/processes", "list the background processes the model started"),
+    SlashCommand("/fork", "copy this session so far into a new one, to resume apart"),
     SlashCommand("/exit", "leave the session (also /quit or Ctrl-D)"),
 )
 LEAVE = frozenset({"/exit", "/quit"})

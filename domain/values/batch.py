@@ -80,6 +80,8 @@ class TurnOrder:
     transcript: str = ""
     """Where the turn's transcript will be, as the batch sees it (a cluster node may keep
     it at the same path on its own disk)."""
+    worktree: str = ""
+    """The git worktree the turn works in (``treadle batch --worktree``), by name."""
 
 
 @dataclass(frozen=True, slots=True)

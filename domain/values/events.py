@@ -148,6 +148,15 @@ class ToolOutput:
     agent: str = ""
 
 
+@dataclass(frozen=True, slots=True)
+class BackgroundCount:
+    """How many background processes run now (issue 27), each time it changes: for the
+    status line, and not kept in the transcript (the calls that start and stop them are)."""
+
+    running: int
+    agent: str = ""
+
+
 class ToolMark(enum.Enum):
     """How a finished call is marked on the screen."""
 
@@ -351,6 +360,7 @@ TurnEvent = (
     | PlanUpdated
     | ToolStarted
     | ToolOutput
+    | BackgroundCount
     | ToolFinished
     | SubAgentStarted
     | SubAgentProgress

@@ -8,6 +8,7 @@ from typing import Literal
 NoticeKind = Literal[
     "agent_named",  # a named sub-agent set up from its file (issue 23)
     "answer_ended",  # an answer ended in an unusual way (a stop the server rarely gives)
+    "background_stopped",  # the session's end stopped background processes (issue 27)
     "checkpoint_partial",  # the checkpoint before the turn left some files out
     "checkpoint_skipped",  # no checkpoint before the turn
     "command_model",  # a slash command's model, for its one turn

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
@@ -51,3 +52,32 @@ class ProcessError:
 
     detail: str
     blocked: bool = False
+
+
+class BackgroundState(enum.StrEnum):
+    """Where a background process is, closed: what ``/processes`` and the tools go by."""
+
+    RUNNING = "running"
+    EXITED = "exited"
+    """It ended by itself (its exit code or signal says how)."""
+    STOPPED = "stopped"
+    """``process_stop``, or the end of the session, stopped it."""
+    NOT_STARTED = "not started"
+    """It could not be started (``detail`` says why)."""
+
+
+@dataclass(frozen=True, slots=True)
+class BackgroundView:
+    """One background process as it is now: its id (``bg1``…), its command, its state,
+    when it started (the clock's seconds) and ended, how it ended, and how many bytes
+    it printed that nobody has read yet."""
+
+    id: str
+    command: str
+    state: BackgroundState
+    started: float
+    ended: float | None = None
+    exit_code: int | None = None
+    signal: int | None = None
+    unread: int = 0
+    detail: str = ""

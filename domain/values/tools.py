@@ -18,12 +18,14 @@ Access = Literal["read", "write", "execute", "none"]
 
 @dataclass(frozen=True, slots=True)
 class ToolLimits:
-    """Deadlines (seconds) and the output bound (bytes) for tools that start programs."""
+    """Deadlines (seconds) and the output bound (bytes) for tools that start programs;
+    how many background processes may run at once."""
 
     default_timeout: float = 120.0
     max_timeout: float = 600.0
     output_limit: int = 30_000
     passthrough_env: tuple[str, ...] = ()
+    background_limit: int = 4
 
 
 class ToolEnding(enum.StrEnum):
@@ -116,3 +118,15 @@ class ApprovalRequest:
     diff: str = ""
     why: str = ""
     call_id: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Isolated:
+    """A sub-agent's workspace of its own (``isolation: "worktree"``, issue 27): the
+    folder it works in, the worktree that holds it, its branch, and the commit it
+    started from (what its changes are a diff against)."""
+
+    workspace: str
+    folder: str
+    branch: str
+    base: str = ""

@@ -26,6 +26,8 @@ from treadle.domain.values.process import ProcessResult, ProcessSpec
 SUPPORT = probe()
 pytestmark = pytest.mark.skipif(not SUPPORT.available, reason=SUPPORT.reason)
 DENIED = "Permission denied"
+ON = ("on", "-1", "0")
+"""The network arguments of a start that leaves the network alone."""
 
 
 @pytest.fixture
@@ -154,7 +156,7 @@ def test_a_ruleset_for_each_older_abi_is_accepted_and_confines(places, abi: int)
     reading, writing = os.pipe()
     try:
         done = subprocess.run(
-            [sys.executable, "-I", "-S", HELPER, str(ruleset.fd), str(writing), "--",
+            [sys.executable, "-I", "-S", HELPER, str(ruleset.fd), str(writing), *ON, "--",
              "/bin/bash", "-c", f"echo in > in.txt; echo out > {outside}/out.txt"],
             cwd=workspace, pass_fds=(ruleset.fd, writing), capture_output=True, text=True,
             check=False,
@@ -171,7 +173,7 @@ def test_a_ruleset_for_each_older_abi_is_accepted_and_confines(places, abi: int)
 def test_the_exec_helper_given_a_descriptor_that_is_no_ruleset_refuses_to_run() -> None:
     reading, writing = os.pipe()
     done = subprocess.run(
-        [sys.executable, "-I", "-S", HELPER, "0", str(writing), "--", "/bin/echo", "ran"],
+        [sys.executable, "-I", "-S", HELPER, "0", str(writing), *ON, "--", "/bin/echo", "ran"],
         stdin=subprocess.DEVNULL, pass_fds=(writing,), capture_output=True, text=True,
         check=False,
     )  # fmt: skip
@@ -292,7 +294,7 @@ def test_the_native_spawner_given_a_descriptor_that_is_no_ruleset_refuses_to_run
     assert spawner is not None
     reading, writing = os.pipe()
     done = subprocess.run(
-        [spawner, PROTOCOL, str(writing), "0", "-1", "--", "/bin/echo", "ran"],
+        [spawner, PROTOCOL, str(writing), "0", "-1", "on", "-1", "0", "--", "/bin/echo", "ran"],
         stdin=subprocess.DEVNULL, pass_fds=(writing,), capture_output=True, text=True,
         check=False,
     )  # fmt: skip

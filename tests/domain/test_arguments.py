@@ -36,7 +36,11 @@ PLAN = UpdatePlanTool.spec.parameters
             "argument 'timeout' must be a number, not boolean",
         ),
         ('{"command": "ls", "timeout": -1}', BASH, "argument 'timeout' must be more than 0"),
-        ('{"command": "ls", "cwd": "/"}', BASH, "unknown argument 'cwd' (known: command, timeout)"),
+        (
+            '{"command": "ls", "cwd": "/"}',
+            BASH,
+            "unknown argument 'cwd' (known: command, timeout, background)",
+        ),
         ('{"steps": [{"step": "a"}]}', PLAN, "missing required argument 'steps[0].status'"),
         (
             '{"steps": [{"step": "a", "status": "done"}]}',
@@ -67,7 +71,8 @@ def test_good_arguments_pass_through():
         ),
         (
             ToolCall("c1", "rm_rf", "{}"),
-            "unknown tool 'rm_rf'; the tools are: bash, update_plan, ask, agent",
+            "unknown tool 'rm_rf'; the tools are: "
+            "bash, update_plan, ask, process_output, process_stop, agent",
         ),
         (
             ToolCall("c1", "bash", "{}"),

@@ -454,12 +454,12 @@ async def test_an_answer_that_filled_the_window_goes_on_once_room_is_made() -> N
 
 
 async def test_on_a_tiny_window_the_newest_result_is_cut_to_what_the_window_has_left() -> None:
-    # 1,800 tokens, of which the system prompt and tools take half: the newest result's
+    # 2,000 tokens, of which the system prompt and tools take half: the newest result's
     # usual share (2 kB at the least) does not fit beside them and the older stubs, what
     # is left of the window does; the turn goes on instead of ending ContextExceeded.
-    run = run_on(reading(8), FakeWindow(1_800, advertised=False), settings=configured(1_800))
+    run = run_on(reading(8), FakeWindow(2_000, advertised=False), settings=configured(2_000))
     outcome = await run.agent.run_turn(TASK)
     assert outcome.screen_line == "Turn finished", outcome.detail
     assert run.model.refusals == 0
-    assert within_window(run, 1_800)
+    assert within_window(run, 2_000)
     assert is_sendable(run.agent.history.messages)

@@ -166,12 +166,18 @@ def test_every_key_can_be_set_from_a_file(places: tuple[Path, Path, dict[str, st
             'mcp_allowed = ["mcp__time__*"]',
             'sandbox = "read-only"',
             'sandbox_writable = ["/opt/cache"]',
+            'sandbox_network = "allowlist"',
+            'network_allow = ["pypi.org", "*.github.com"]',
+            'network_deny = ["gist.github.com"]',
+            "network_loopback = false",
             "max_cost = 2.5",
             "max_tokens_total = 100000",
             "max_requests = 50",
             'max_time = "1h30m"',
             'output_schema = "answer.schema.json"',
             'notify = ["notify-send", "treadle"]',
+            "background_limit = 2",
+            'worktree_dir = "/tmp/trees"',
             "[otel]",
             'endpoint = "http://127.0.0.1:4318"',
             "log_prompts = false",
@@ -200,6 +206,7 @@ def test_every_key_can_be_set_from_a_file(places: tuple[Path, Path, dict[str, st
     assert (app.max_tokens, app.token_growth, app.max_tokens_cap) == (1000, 3.0, 5000)
     assert app.allowed_prefixes == ("git status",)
     assert (app.max_cost, app.max_requests, app.max_time) == (2.5, 50, 5400.0)
+    assert (app.sandbox_network, app.network_allow) == ("allowlist", ("pypi.org", "*.github.com"))
     assert {key for key in KEYS if app.origin(key).startswith("project file")} == set(KEYS)
 
 
@@ -516,6 +523,12 @@ def test_a_project_file_cannot_redirect_the_key_or_lower_safety_until_trusted(
         ('sandbox = "off"', True),  # issue 14: a repository cannot loosen the sandbox
         ('sandbox_writable = ["~"]', True),
         ('sandbox = "read-only"', False),
+        ('sandbox_network = "off"', False),  # issue 28: a repository may narrow the network
+        ('sandbox_network = "allowlist"', False),
+        ('sandbox_network = "on"', True),
+        ('network_allow = ["*"]', True),  # ... but not choose what the allowlist lets out
+        ('network_deny = ["pypi.org"]', False),
+        ("network_loopback = true", True),
         ("answer_limit = 100000000000", True),  # issue 15's bounds: only ever tightened
         ("event_limit = 100000000000", True),
         ("output_limit = 100000000", True),

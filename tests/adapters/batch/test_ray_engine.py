@@ -16,6 +16,7 @@ from returns.result import Failure, Success
 
 from tests.batch_support import (
     by_id,
+    carrying,
     long_turn_script,
     nothing_left,
     quick_turn_script,
@@ -25,6 +26,7 @@ from tests.batch_support import (
     wait_for,
 )
 from tests.processes import is_running
+from treadle.adapters.batch import ray_engine
 from treadle.adapters.batch.ray_engine import RayEngine
 from treadle.adapters.batch.ray_instance import (
     GCS_WAIT,
@@ -98,6 +100,43 @@ async def test_a_force_cancelled_ray_task_leaves_nothing_of_its_turn_running(
     assert result.detail.startswith("its Ray worker was killed before the turn paused")
     assert nothing_left(place.state)
     await engine.close()
+
+
+def started_ahead(state: Path) -> set[int]:
+    """The turn processes of this test's batch that were started ahead of their turn."""
+    found = set()
+    for pid in carrying("TREADLE_STATE_DIR", str(state)):
+        try:
+            if b"treadle.entrypoints.batch_turn" in Path(f"/proc/{pid}/cmdline").read_bytes():
+                found.add(pid)
+        except OSError:
+            continue
+    return found
+
+
+async def test_a_ray_worker_starts_its_next_turn_ahead_and_ends_it_when_no_turn_comes(
+    ray_instance, place, tmp_path
+):
+    """Each worker's next turn process starts while its turn runs, as on this machine;
+    after the batch, the one that got no turn ends within SPARE_SECONDS."""
+    quick = quick_turn_script(place.root, seconds=0.3)
+    orders = [place.order(f"q{n}", model=f"script:{quick}") for n in range(6)]
+    seen: set[int] = set()
+
+    async def note_the_spares(run) -> None:
+        for _ in range(300):
+            seen.update(started_ahead(place.state))
+            if seen:
+                return
+            await asyncio.sleep(0.02)
+
+    out = tmp_path / "results.jsonl"
+    assert await run_batch(engine_on(ray_instance), orders, out, during=note_the_spares) == (
+        Success(0)
+    )
+    assert [row["outcome"] for row in by_id(out).values()] == ["finished"] * 6
+    assert seen, "no turn process was started ahead"
+    assert nothing_left(place.state, seconds=ray_engine.SPARE_SECONDS + 3)
 
 
 def test_without_ray_installed_the_engine_says_how_to_get_it(monkeypatch):
