@@ -12,13 +12,12 @@ from __future__ import annotations
 import json
 import os
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from treadle.adapters.redact import Redactor
 from treadle.adapters.sessions import TRANSCRIPT
-from treadle.domain.rules.hooks import read_hooks
 from treadle.domain.values.events import Notice
-from treadle.domain.values.hooks import HookTable
 from treadle.entrypoints.config import AppConfig
 from treadle.entrypoints.trust import (
     CLAUDE_SETTINGS,
@@ -28,6 +27,9 @@ from treadle.entrypoints.trust import (
 from treadle.ports.hooks import Hooks
 from treadle.ports.notify import Notifier
 from treadle.ports.process import ProcessRunner
+
+if TYPE_CHECKING:
+    from treadle.domain.values.hook_table import HookTable
 
 PROBLEMS_NAMED = 3
 UNTRUSTED_BECAUSE = {
@@ -39,18 +41,24 @@ UNTRUSTED_BECAUSE = {
 
 @dataclass(frozen=True, slots=True)
 class SessionHooks:
-    """The hooks a session runs, and what it should say of those it does not."""
+    """The hooks a session runs (None: none is set anywhere), and what it should say of
+    those it does not."""
 
-    table: HookTable = field(default_factory=HookTable)
+    table: HookTable | None = None
     notices: tuple[Notice, ...] = ()
 
 
 def read_session_hooks(app: AppConfig) -> SessionHooks:
-    """The configuration's hooks, then the workspace's Claude Code settings' (trusted)."""
-    table, problems = configured_hooks(app)
-    notices: list[Notice] = []
+    """The configuration's hooks, then the workspace's Claude Code settings' (trusted).
+    With neither, nothing of the hooks' table and rules is loaded."""
     workspace = os.path.realpath(app.workspace)
     content = read_claude_settings(workspace)
+    if content is None and not app.hooks:
+        return SessionHooks()
+    from treadle.domain.values.hook_table import HookTable
+
+    table, problems = configured_hooks(app)
+    notices: list[Notice] = []
     if content is None:
         return SessionHooks(table)
     found = HookTable()
@@ -84,6 +92,9 @@ def read_session_hooks(app: AppConfig) -> SessionHooks:
 
 def configured_hooks(app: AppConfig) -> tuple[HookTable, tuple[str, ...]]:
     """The hooks of treadle's own files, each group with the file it came from."""
+    from treadle.domain.rules.hooks import read_hooks
+    from treadle.domain.values.hook_table import HookTable
+
     table = HookTable()
     problems: list[str] = []
     for event, groups in app.hooks.items():
@@ -98,6 +109,9 @@ def configured_hooks(app: AppConfig) -> tuple[HookTable, tuple[str, ...]]:
 def _settings_hooks(path: str) -> tuple[HookTable, tuple[str, ...]]:
     """The hooks of one Claude Code settings file (its other settings are Claude
     Code's own, and not read)."""
+    from treadle.domain.rules.hooks import read_hooks
+    from treadle.domain.values.hook_table import HookTable
+
     try:
         with open(path, "rb") as file:
             data = json.loads(file.read())
@@ -115,7 +129,7 @@ def build_hooks(
 ) -> Hooks | None:
     """The hooks port over the session's runner; None when no hook is set (nothing of
     the hooks' adapter is imported then)."""
-    if not found.table.groups:
+    if found.table is None or not found.table.groups:
         return None
     from treadle.adapters.workflows.hooks import CommandHooks
 
@@ -159,8 +173,9 @@ def build_notifier(
 def hook_lines(found: SessionHooks) -> list[str]:
     """``treadle context``'s list of the hooks: each command with its event, matcher,
     deadline and file; then what was left out, and why."""
-    lines = [f"hooks: {sum(len(g.commands) for g in found.table.groups)}"]
-    for group in found.table.groups:
+    groups = found.table.groups if found.table is not None else ()
+    lines = [f"hooks: {sum(len(g.commands) for g in groups)}"]
+    for group in groups:
         matcher = f" {group.matcher}" if group.matcher else ""
         for command in group.commands:
             lines.append(

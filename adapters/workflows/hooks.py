@@ -24,15 +24,8 @@ import tempfile
 from returns.result import Failure, Success
 
 from treadle.domain.rules.hooks import combine, commands_for, decide, hook_payload, matches
-from treadle.domain.values.hooks import (
-    NO_VERDICT,
-    HookCommand,
-    HookEvent,
-    HookInput,
-    HookRun,
-    HookTable,
-    HookVerdict,
-)
+from treadle.domain.values.hook_table import HookCommand, HookRun, HookTable
+from treadle.domain.values.hooks import NO_VERDICT, HookEvent, HookInput, HookVerdict
 from treadle.domain.values.process import ProcessSpec
 from treadle.ports.process import ProcessRunner
 

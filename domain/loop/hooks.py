@@ -16,7 +16,7 @@ import asyncio
 import logging
 from collections.abc import Callable, Mapping
 
-from treadle.domain.rules.hooks import stop_feedback, stop_goes_on
+from treadle.domain.rules.hook_turns import stop_feedback, stop_goes_on
 from treadle.domain.values.events import Notice, TurnEvent
 from treadle.domain.values.hooks import (
     NO_VERDICT,

@@ -31,7 +31,7 @@ from treadle.domain.rules.arguments import arguments_object, parse_arguments
 from treadle.domain.rules.context_window import ContextState
 from treadle.domain.rules.final_answer import correction_request, read_value
 from treadle.domain.rules.history import INTERRUPTED_RESULT, History, close_unanswered
-from treadle.domain.rules.hooks import with_context
+from treadle.domain.rules.hook_turns import with_context
 from treadle.domain.rules.limits import LimitNear
 from treadle.domain.rules.output_bound import OutputBound
 from treadle.domain.rules.tokens import measured_as

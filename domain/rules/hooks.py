@@ -21,22 +21,11 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 
 from treadle.domain.rules.workflows import CLAUDE_TOOL_NAMES
-from treadle.domain.values.hooks import (
-    DEFAULT_HOOK_TIMEOUT,
-    HookCommand,
-    HookEvent,
-    HookGroup,
-    HookInput,
-    HookRun,
-    HookTable,
-    HookVerdict,
-)
+from treadle.domain.values.hook_table import HookCommand, HookGroup, HookRun, HookTable
+from treadle.domain.values.hooks import DEFAULT_HOOK_TIMEOUT, HookEvent, HookInput, HookVerdict
 
 BLOCK_EXIT = 2
 """The exit code by which a hook refuses (Claude Code's)."""
-STOP_CONTINUATIONS = 1
-"""How often Stop hooks may send a turn on: once, then ``stop_hook_active`` is true and
-a second refusal is not obeyed (a hook that always refuses would never let it end)."""
 CONTEXT_EVENTS = frozenset({HookEvent.SESSION_START, HookEvent.USER_PROMPT_SUBMIT})
 """Events whose hooks' plain stdout joins the conversation, as Claude Code adds it."""
 SHOWN_COMMAND = 60
@@ -325,21 +314,3 @@ def combine(verdicts: Iterable[HookVerdict]) -> HookVerdict:
     return HookVerdict(
         blocked, joined, tuple(context), tuple(problems), ran, allowed and not blocked
     )
-
-
-def stop_goes_on(verdict: HookVerdict, continued: int) -> bool:
-    """Whether the Stop hooks' verdict sends the turn on, after ``continued`` times."""
-    return verdict.blocked and continued < STOP_CONTINUATIONS
-
-
-def stop_feedback(reason: str) -> str:
-    """The message that sends a turn on at a Stop hook's word."""
-    return f"A Stop hook did not let the turn end yet; it says:\n{reason}"
-
-
-def with_context(text: str, context: Sequence[str]) -> str:
-    """A user's message with what hooks added to it, marked as theirs."""
-    if not context:
-        return text
-    added = "\n\n".join(context)
-    return f"{text}\n\n<hook-context>\n{added}\n</hook-context>"

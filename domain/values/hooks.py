@@ -1,5 +1,7 @@
-"""Lifecycle hooks (issue 23), in the shape Claude Code reads them: a ``hooks`` table of
-events, each a list of groups of a ``matcher`` and the commands it runs.
+"""Lifecycle hooks (issue 23): when they run, what they are told, what they decided —
+what the turn needs of them, whether any is set or none. The table they are read into
+and a command's ending are :mod:`treadle.domain.values.hook_table`'s, loaded only
+where hooks are set.
 
 These are the nouns; :mod:`treadle.domain.rules.hooks` reads a table, matches a group
 and decides what a command's ending means; :mod:`treadle.adapters.workflows.hooks`
@@ -41,41 +43,6 @@ CompactTrigger = Literal["auto", "manual"]
 
 
 @dataclass(frozen=True, slots=True)
-class HookCommand:
-    """One command of a group: a shell command line, and its deadline in seconds."""
-
-    command: str
-    timeout: float = DEFAULT_HOOK_TIMEOUT
-
-
-@dataclass(frozen=True, slots=True)
-class HookGroup:
-    """Commands that run at ``event`` when ``matcher`` matches (``""``: always).
-    ``source`` says where the group was written (a file's path)."""
-
-    event: HookEvent
-    matcher: str
-    commands: tuple[HookCommand, ...]
-    source: str = ""
-
-
-@dataclass(frozen=True, slots=True)
-class HookTable:
-    """Every hook a session runs, in the order the files gave them."""
-
-    groups: tuple[HookGroup, ...] = ()
-
-    def __add__(self, other: HookTable) -> HookTable:
-        return HookTable(self.groups + other.groups)
-
-    def events(self) -> frozenset[HookEvent]:
-        return frozenset(group.event for group in self.groups)
-
-    def sources(self) -> tuple[str, ...]:
-        return tuple(dict.fromkeys(group.source for group in self.groups))
-
-
-@dataclass(frozen=True, slots=True)
 class HookInput:
     """What happened, as a hook is told it (the session's fields are the adapter's).
 
@@ -108,22 +75,6 @@ class HookInput:
             case HookEvent.NOTIFICATION:
                 return self.notification_type
         return ""
-
-
-@dataclass(frozen=True, slots=True)
-class HookRun:
-    """How one hook's command ended: its exit code (None: a signal, or it never
-    started), what it wrote on stdout and on stderr, whether its deadline stopped it,
-    and why it could not start ("" : it did)."""
-
-    command: str
-    exit_code: int | None
-    stdout: str = ""
-    stderr: str = ""
-    timed_out: bool = False
-    failure: str = ""
-    timeout: float = DEFAULT_HOOK_TIMEOUT
-    duration: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)

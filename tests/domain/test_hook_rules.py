@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+from treadle.domain.rules.hook_turns import stop_goes_on, with_context
 from treadle.domain.rules.hooks import (
     combine,
     commands_for,
@@ -13,11 +14,10 @@ from treadle.domain.rules.hooks import (
     hooks_table_value,
     matches,
     read_hooks,
-    stop_goes_on,
-    with_context,
 )
 from treadle.domain.rules.notify import notify_payload, ring_bytes, speaks_osc9
-from treadle.domain.values.hooks import HookEvent, HookInput, HookRun, HookVerdict
+from treadle.domain.values.hook_table import HookRun
+from treadle.domain.values.hooks import HookEvent, HookInput, HookVerdict
 
 SETTINGS = {
     "PreToolUse": [
