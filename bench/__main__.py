@@ -20,6 +20,7 @@ MODULES = (
     "bench_batch",
     "bench_context",
     "bench_workflows",
+    "bench_hooks",
     "bench_telemetry",
 )
 

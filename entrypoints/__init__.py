@@ -37,6 +37,13 @@ LAZY_IMPORTS: dict[tuple[str, str], str] = {
     ("session", "treadle.entrypoints.workflows"): "the same as the container: only for "
     "--command, once the session has started",
     ("workflows", "treadle.adapters.tools.skill"): "the skill tool only when there is a skill",
+    ("hooks", "treadle.adapters.workflows.hooks"): "the hooks' adapter only when a hook is set",
+    ("hooks", "treadle.adapters.notify"): "the bell only when notify is not false",
+    ("hooks", "treadle.domain.rules.hooks"): "the hooks' table and rules only when a file "
+    "sets hooks (a session with none loads none of their value classes)",
+    ("hooks", "treadle.domain.values.hook_table"): "the same",
+    ("config_check", "treadle.domain.rules.hooks"): "the hooks' rules only when a file sets "
+    "[hooks]",
     ("interactive", "treadle.adapters.blessed_terminal"): "the same",
     ("changes", "treadle.adapters.blessed_terminal"): "colour for a diff only on a terminal",
     ("wiring", "*"): "a session loads only the adapters it uses: no MCP client without "

@@ -221,8 +221,8 @@ def trust(folder: str, out: TextIO) -> int:
         where = error.filename or "the config folder"
         raise ConfigError(f"cannot record the trust in {where}: {error.strerror}") from None
     print(
-        f"Trusted {os.path.realpath(folder)} with its .treadle.toml as it is now "
-        f"(recorded in {record}; a change to the file asks again)",
+        f"Trusted {os.path.realpath(folder)} with its .treadle.toml and .claude/settings.json "
+        f"as they are now (recorded in {record}; a change to either asks again)",
         file=out,
     )
     return 0
@@ -347,6 +347,10 @@ async def replay(args: argparse.Namespace, out: TextIO) -> int:
     container.redactor.override(providers.Object(redactor))
     terminal = RecordingTerminal() if args.check else PlainTerminal(out, outcome_last=True)
     container.terminal.override(providers.Object(terminal))
+    # A replay runs none of the session's hooks, nor rings: they are commands, and
+    # what they said is in the recorded conversation (issue 23).
+    container.hooks.override(providers.Object(None))
+    container.notifier.override(providers.Object(None))
     if args.recorded_tools:
         clock = FakeClock()
         container.clock.override(providers.Object(clock))

@@ -236,6 +236,29 @@ def _check_prices(spec: Key, value: object) -> dict[str, dict[str, float]]:
     return prices
 
 
+def _check_hooks(spec: Key, value: object) -> dict[str, list[dict[str, object]]]:
+    """Claude Code's ``hooks`` table; in treadle's own files, anything it cannot run
+    is an error (a settings file of another agent's only has it said)."""
+    from treadle.domain.rules.hooks import hooks_table_value, read_hooks
+
+    table, problems = read_hooks(value, "")
+    if problems:
+        raise ValueError(problems[0])
+    return hooks_table_value(table)
+
+
+def _check_notify(spec: Key, value: object) -> bool | tuple[str, ...]:
+    """true, false, or a command as the words of its line (``["notify-send", "-t"]``)."""
+    if isinstance(value, bool):
+        return value
+    words = _check_texts(spec, value) if isinstance(value, list | tuple) else None
+    if not words or not words[0]:
+        raise ValueError(
+            f'must be true, false or a command such as ["notify-send"], not {shown(value)}'
+        )
+    return words
+
+
 _CHECKS: dict[Kind, Callable[[Key, object], Any]] = {
     "switch": _check_switch,
     "text": _check_text,
@@ -251,6 +274,8 @@ _CHECKS: dict[Kind, Callable[[Key, object], Any]] = {
     "prices": _check_prices,
     "duration": _check_duration,
     "otel": _check_otel,
+    "hooks": _check_hooks,
+    "notify": _check_notify,
 }
 
 
@@ -260,6 +285,7 @@ _FILES_ONLY = {
     "servers": "can only be set in a file, as [mcp_servers.NAME] tables",
     "prices": 'can only be set in a file, as [prices."MODEL"] tables',
     "otel": "can only be set in a file, as an [otel] table",
+    "hooks": "can only be set in a file, as [[hooks.EVENT]] tables",
 }
 
 
@@ -278,6 +304,9 @@ def _parse_text(spec: Key, text: str) -> object:
             raise ValueError(f"must be a number, not {shown(text)}") from None
     if spec.kind in ("texts", "env_names"):
         return _parse_list(text)
+    if spec.kind == "notify":
+        word = _SWITCH_WORDS.get(text.lower())
+        return word if word is not None else _parse_list(text)
     return text
 
 

@@ -97,6 +97,11 @@ class AppConfig:
     """A JSON Schema file the final answer must meet ("": any answer)."""
     otel: Mapping[str, Any] = field(default_factory=dict)
     """The ``[otel]`` table: ``endpoint`` (OTLP/HTTP) and ``log_prompts``."""
+    # Issue 23: hooks and notifications.
+    hooks: Mapping[str, Any] = field(default_factory=dict)
+    """The ``[hooks]`` table as Claude Code writes it; each layer's groups are added."""
+    notify: bool | tuple[str, ...] = True
+    """Ring the terminal when a turn ends or waits (false: never; a command: run it)."""
     # Issue 27: parallel work.
     background_limit: int = 4
     worktree_dir: str = ""
@@ -120,6 +125,12 @@ class AppConfig:
                 merged.setdefault(name, {}).update(table)
                 origins[f"mcp_servers.{name}"] = origin
             values = {**values, "mcp_servers": merged}
+        if "hooks" in values:  # every layer's hooks run: a later one adds its groups
+            hooks = {event: list(groups) for event, groups in self.hooks.items()}
+            for event, groups in values["hooks"].items():
+                # Each group remembers its file: treadle context names where it is.
+                hooks.setdefault(event, []).extend({"source": origin, **g} for g in groups)
+            values = {**values, "hooks": hooks}
         if "prices" in values:  # a table per model: a later layer sets its keys
             merged = {name: dict(table) for name, table in self.prices.items()}
             for name, table in values["prices"].items():
@@ -148,13 +159,16 @@ Kind = Literal[
     "prices",
     "duration",
     "otel",
+    "hooks",
+    "notify",
 ]
-Trust = Literal["free", "always", "raise", "unless", "starting", "enabled"]
+Trust = Literal["free", "always", "raise", "unless", "starting", "enabled", "command"]
 """Whether a project file's value counts in a folder the user has not trusted:
 ``free`` always; ``always`` never; ``raise`` only to tighten a bound (at most the
 default); ``unless`` only for a value in ``safe``; ``starting`` unless it starts with
 one of ``risky``; ``enabled`` only to turn every table off (a server is a program
-treadle starts, or a server it sends to)."""
+treadle starts, or a server it sends to); ``command`` unless the value is a command
+(a list of its words)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -341,6 +355,19 @@ KEYS: dict[str, Key] = {
     ),
     "output_schema": Key(
         "text", "a JSON Schema file (draft 2020-12) the final answer must be valid against"
+    ),
+    # Hooks and notifications (issue 23).
+    "hooks": Key(
+        "hooks",
+        "commands run at a turn's moments, as Claude Code's hooks table (files only): "
+        "[[hooks.PreToolUse]] matcher, hooks = [{type, command, timeout}]",
+        trust="always",
+    ),
+    "notify": Key(
+        "notify",
+        "when a turn ends or waits: true rings the terminal, false nothing, "
+        '["cmd", "arg"] runs cmd with the event as JSON',
+        trust="command",
     ),
     "background_limit": Key(
         "whole", "background processes that may run at once (0: none)", minimum=0, trust="raise"

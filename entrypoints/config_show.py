@@ -55,6 +55,9 @@ def value_text(key: str, value: object) -> str:
     """A key's value as ``treadle config`` shows it: as the files would spell it."""
     if key == "mcp_servers" and isinstance(value, Mapping):
         return json.dumps(list(value), ensure_ascii=False) + (" (treadle mcp)" if value else "")
+    if key == "hooks" and isinstance(value, Mapping):
+        counts = {event: len(groups) for event, groups in value.items()}
+        return json.dumps(counts) + (" (treadle context)" if value else "")
     if value is None and key in UNSET_TEXT:
         return UNSET_TEXT[key]
     match value:

@@ -43,6 +43,12 @@ from treadle.entrypoints.batch_wiring import (
     open_results_log,
 )
 from treadle.entrypoints.config import AppConfig
+from treadle.entrypoints.hooks import (
+    SessionHooks,
+    build_hooks,
+    build_notifier,
+    read_session_hooks,
+)
 from treadle.entrypoints.injector import containers, providers
 from treadle.entrypoints.interrupts import LeaveNow
 from treadle.entrypoints.paths import state_dir
@@ -80,7 +86,9 @@ from treadle.entrypoints.workflows import (
     workflow_notices,
 )
 from treadle.ports.clock import Clock
+from treadle.ports.hooks import Hooks
 from treadle.ports.model import Model, ModelServer
+from treadle.ports.notify import Notifier
 from treadle.ports.process import ProcessRunner
 from treadle.ports.terminal import Terminal
 from treadle.ports.tools import Tool
@@ -167,6 +175,14 @@ class Container(containers.DeclarativeContainer):
         open_mcp_servers, app, session_dir, redactor
     )
     workflows: providers.Provider[Workflows] = providers.Singleton(read_workflows, app)
+    # Issue 23: the hooks of the configuration and of Claude Code's settings, and the bell.
+    hook_setup: providers.Provider[SessionHooks] = providers.Singleton(read_session_hooks, app)
+    hooks: providers.Provider[Hooks | None] = providers.Singleton(
+        build_hooks, app, runner, session_dir, hook_setup
+    )
+    notifier: providers.Provider[Notifier | None] = providers.Singleton(
+        build_notifier, app, mode, runner, session_dir, redactor
+    )
     models: providers.Provider[ModelMaker] = providers.Singleton(
         model_maker, app, clock, session_id
     )
@@ -195,6 +211,8 @@ class Container(containers.DeclarativeContainer):
         turn_start=turn_start,
         server=server,
         models=providers.Singleton(models_by_name, models),
+        hooks=hooks,
+        notifier=notifier,
         isolation=providers.Singleton(build_isolation, app, sandbox.provider),
         catalog=mcp_servers,
     )
@@ -249,6 +267,8 @@ async def start_session(container: Container) -> Agent:
     for notice in container.instructions().notices():
         notify(notice)
     for notice in workflow_notices(container.workflows(), container.app().workspace):
+        notify(notice)
+    for notice in container.hook_setup().notices:
         notify(notice)
     servers = container.mcp_servers()
     if servers is not None:

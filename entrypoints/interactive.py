@@ -284,7 +284,9 @@ async def _session(
         }
         found, models = container.workflows(), container.models()
         servers = container.mcp_servers()
-        return await run_interactive(agent, terminal, interrupts, commands, found, models, servers)
+        code = await run_interactive(agent, terminal, interrupts, commands, found, models, servers)
+        await agent.hooks.settle()  # the last turn's end told to a notify command, a hook
+        return code
     finally:
         terminal.close()
         await end_session(container)

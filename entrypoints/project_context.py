@@ -24,6 +24,7 @@ from treadle.domain.values.text import one_line
 from treadle.entrypoints.config import USAGE_ERROR, AppConfig, flag_values, load_config
 from treadle.entrypoints.config_rules import mcp_server_configs
 from treadle.entrypoints.container import Container, end_session
+from treadle.entrypoints.hooks import hook_lines
 from treadle.entrypoints.injector import providers
 from treadle.entrypoints.paths import project_config_path, user_config_path
 from treadle.entrypoints.wiring import mcp_auth_dir
@@ -159,6 +160,8 @@ def show_context(args: argparse.Namespace, out: TextIO) -> int:
         print(line, file=out)
     found = container.workflows()
     for line in ["", *skill_lines(found, app.context_window), *command_and_agent_lines(found)]:
+        print(line, file=out)
+    for line in ["", *hook_lines(container.hook_setup())]:
         print(line, file=out)
     return 0
 

@@ -330,6 +330,7 @@ async def _one_turn(
             outcome = await agent.run_turn(task, stop)
         if last_message and outcome.kind is OutcomeKind.FINISHED:
             write_last_message(Path(last_message), final_answer(agent))
+        await agent.hooks.settle()  # the turn's end told to a notify command, a hook
         return outcome.exit_code
     finally:
         try:

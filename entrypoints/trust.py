@@ -15,10 +15,15 @@ AGENTS.md is not bound: it is sent in every folder, trusted or not (it is the
 project's word to the model, which the approval policy and the sandbox already treat
 as untrusted), so trust gives it nothing a change could take over.
 
+The same holds for ``.claude/settings.json`` and ``.claude/settings.local.json``
+(issue 23): their hooks run commands, so they run only in a trusted folder, for the
+content the user trusted (``part="claude"``).
+
 The record, ``trusted-folders`` in the user's config folder, has a line per folder:
-``sha256:HEX /real/path`` (``none`` for a folder with no file). A line of a path alone
-(written before the digests were) trusts no content: what its folder's file says may
-already be a command's, so the folder is asked again, once, by the same line.
+``sha256:HEX,claude=sha256:HEX /real/path`` (``none`` for a folder with no such file).
+A line of a path alone (written before the digests were) trusts no content: what its
+folder's file says may already be a command's, so the folder is asked again, once, by
+the same line; so is a line without the Claude settings' digest, for their hooks.
 """
 
 from __future__ import annotations
@@ -33,6 +38,10 @@ from treadle.entrypoints.config_schema import KEYS, AppConfig
 from treadle.entrypoints.paths import project_config_path, trusted_folders_path
 
 TrustState = Literal["trusted", "changed", "unrecorded", "untrusted"]
+TrustedPart = Literal["project", "claude"]
+"""What of a folder trust is bound to: its ``.treadle.toml``, or its Claude Code
+settings (``.claude/settings.json`` and ``.claude/settings.local.json``)."""
+CLAUDE_SETTINGS = (".claude/settings.json", ".claude/settings.local.json")
 NO_FILE = "none"
 HELD_BECAUSE: dict[TrustState, str] = {
     "untrusted": "this folder is not trusted (a repository could send your key elsewhere)",
@@ -59,6 +68,8 @@ def needs_trust(key: str, value: object) -> bool:
         case "enabled":
             tables = value.values() if isinstance(value, Mapping) else ()
             return any(dict(table).get("enabled", True) is not False for table in tables)
+        case "command":
+            return not isinstance(value, bool)
 
 
 def digest(content: bytes | None) -> str:
@@ -66,31 +77,55 @@ def digest(content: bytes | None) -> str:
     return NO_FILE if content is None else "sha256:" + hashlib.sha256(content).hexdigest()
 
 
-def _records(environ: Mapping[str, str]) -> dict[str, str]:
-    """Each trusted folder's real path and the digest it was trusted with ("" for a line
-    written before digests were)."""
+def _records(environ: Mapping[str, str]) -> dict[str, dict[str, str]]:
+    """Each trusted folder's real path and the digests it was trusted with, by part
+    (none for a line written before digests were)."""
     try:
         lines = trusted_folders_path(environ).read_text(encoding="utf-8").splitlines()
     except (OSError, UnicodeDecodeError):
         return {}
-    records = {}
+    records: dict[str, dict[str, str]] = {}
     for line in lines:
         if line.startswith(os.sep):  # a path alone: trusted before its content was
-            records[line] = ""
+            records[line] = {}
         elif " " in line:
             recorded, _, path = line.partition(" ")
-            records[path] = recorded
+            first, *others = recorded.split(",")
+            parts = {"project": first}
+            for other in others:
+                name, _, value = other.partition("=")
+                parts[name] = value
+            records[path] = parts
     return records
 
 
-def trust_state(workspace: str, content: bytes | None, environ: Mapping[str, str]) -> TrustState:
-    """Whether ``workspace`` is trusted for its project file's ``content``."""
+def trust_state(
+    workspace: str,
+    content: bytes | None,
+    environ: Mapping[str, str],
+    part: TrustedPart = "project",
+) -> TrustState:
+    """Whether ``workspace`` is trusted for ``content``: its project file's, or (``part``
+    ``claude``) its Claude Code settings' (:func:`read_claude_settings`)."""
     recorded = _records(environ).get(os.path.realpath(workspace))
     if recorded is None:
         return "untrusted"
-    if not recorded:
+    if not recorded.get(part):
         return "unrecorded"
-    return "trusted" if recorded == digest(content) else "changed"
+    return "trusted" if recorded[part] == digest(content) else "changed"
+
+
+def read_claude_settings(workspace: str) -> bytes | None:
+    """Claude Code's settings files of the folder, as one content that trust is bound
+    to (each file's name before its bytes); None when it has neither."""
+    found = b""
+    for name in CLAUDE_SETTINGS:
+        try:
+            data = Path(workspace, name).read_bytes()
+        except OSError:
+            continue
+        found += name.encode() + b"\0" + str(len(data)).encode() + b"\0" + data
+    return found or None
 
 
 def read_project_content(workspace: str) -> bytes | None:
@@ -108,13 +143,23 @@ def trust_folder(workspace: str, environ: Mapping[str, str]) -> Path:
     path = trusted_folders_path(environ)
     real = os.path.realpath(workspace)
     kept = {folder: recorded for folder, recorded in _records(environ).items() if folder != real}
-    kept[real] = digest(read_project_content(workspace))
-    lines = [f"{recorded} {folder}" if recorded else folder for folder, recorded in kept.items()]
+    kept[real] = {
+        "project": digest(read_project_content(workspace)),
+        "claude": digest(read_claude_settings(workspace)),
+    }
+    lines = [_line(folder, recorded) for folder, recorded in kept.items()]
     path.parent.mkdir(parents=True, exist_ok=True)
     fresh = path.with_name(path.name + ".new")
     fresh.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
     os.replace(fresh, path)  # never half a record
     return path
+
+
+def _line(folder: str, recorded: Mapping[str, str]) -> str:
+    if not recorded.get("project"):
+        return folder
+    others = "".join(f",{name}={value}" for name, value in recorded.items() if name != "project")
+    return f"{recorded['project']}{others} {folder}"
 
 
 def trusted_values(

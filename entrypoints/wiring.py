@@ -35,7 +35,6 @@ from treadle.domain.rules.context_window import ContextSettings, ContextState
 from treadle.domain.rules.history import History
 from treadle.domain.rules.interrupts import CtrlC
 from treadle.domain.rules.limits import SpendingLimits
-from treadle.domain.rules.network import NetworkPolicy
 from treadle.domain.rules.tokens import as_is
 from treadle.domain.rules.truncation import TokenBudget
 from treadle.domain.values.events import Notice
@@ -154,6 +153,7 @@ def build_sandbox(app: AppConfig, state_dir: str, made: list[Sandbox] | None = N
     ``made`` (:func:`open_sandboxes`) keeps it for the session's end."""
     from treadle.adapters.checkpoints import workspace_key
     from treadle.adapters.sandbox import Sandbox
+    from treadle.domain.rules.network import NetworkPolicy
 
     workspace = os.path.realpath(app.workspace)
     cache = cache_dir(state_dir, workspace_key(workspace))

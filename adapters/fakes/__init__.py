@@ -9,6 +9,7 @@ Example::
 """
 
 from treadle.adapters.fakes.clock import FakeClock
+from treadle.adapters.fakes.hooks import RecordingNotifier, ScriptedHooks
 from treadle.adapters.fakes.model import ScriptedModel, ScriptedResponse
 from treadle.adapters.fakes.runner import FakeProcess, FakeRunner
 from treadle.adapters.fakes.terminal import RecordingTerminal, SilentTerminal
@@ -21,7 +22,9 @@ __all__ = [
     "FakeRunner",
     "FakeWindow",
     "MemoryTranscript",
+    "RecordingNotifier",
     "RecordingTerminal",
+    "ScriptedHooks",
     "ScriptedModel",
     "ScriptedResponse",
     "SilentTerminal",

@@ -29,6 +29,14 @@ PLAIN_TEXT = re.compile(r"[A-Za-z(/.$][^\t#:`{}\[\]&*!|>%@]*\Z")
 holds none of the characters that could make it anything else."""
 NOT_TEXT = re.compile(r"(?i:y|yes|n|no|true|false|on|off|null|~|\.inf|\.nan|[-+.]?[0-9].*)\Z")
 """Plain words YAML 1.1 reads as a boolean, a null or a number."""
+_WORDS = r"(?i:y|yes|n|no|true|false|on|off|null)"
+PLAIN_LINE = re.compile(
+    rf"(?!{_WORDS}:)([A-Za-z_][A-Za-z0-9_-]*): +"
+    rf"(?!(?:{_WORDS}|(?i:\.inf|\.nan)|[-+.]?[0-9].*) *\Z)"
+    r"([A-Za-z(/.$][^\t#:`{}\[\]&*!|>%@]*?) *"
+)
+"""One ``key: text`` line, all of it, as :data:`PLAIN_KEY`, :data:`PLAIN_TEXT` and
+:data:`NOT_TEXT` read it, in one match (issue 23's bench: a pass per line, not four)."""
 
 
 class FrontMatterError(ValueError):
@@ -73,15 +81,13 @@ def plain_block(block: str) -> dict[str, Any] | None:
     """
     found: dict[str, Any] = {}
     for line in block.split("\n"):
-        if not line.strip():
+        plain = PLAIN_LINE.fullmatch(line)
+        if plain is None:
+            if line.strip():
+                return None
             continue
-        key, colon, rest = line.partition(":")
-        if not colon or not rest.startswith(" ") or key in found:
-            return None
-        value = rest.strip(" ")
-        if not (PLAIN_KEY.match(key) and PLAIN_TEXT.match(value)):
-            return None
-        if NOT_TEXT.match(key) or NOT_TEXT.match(value):  # ``on: yes`` is {True: True}
+        key, value = plain.groups()
+        if key in found:
             return None
         found[key] = value
     return found

@@ -119,6 +119,8 @@ class ContextKeeper:
         self._fixed: tuple[tuple[str, tuple[str, ...]], int] | None = None
         self._server_count: int | None = None  # a refusal's count of the prompt, once
         self._pruned_to = 0  # where the last pruning stopped (a hint for the next)
+        self.before_compact: Callable[[], Awaitable[None]] | None = None
+        """Awaited as a compaction starts (the PreCompact hooks, issue 23)."""
 
     @property
     def window(self) -> ContextWindow | None:
@@ -320,6 +322,8 @@ class ContextKeeper:
             user_tokens=users,
             measure=self.measure,
         )
+        if self.before_compact is not None:
+            await self.before_compact()
         self.emit(CompactionStarted(before, window.tokens, compaction.end, self.agent))
         while isinstance(action, AskForSummary):
             answer = await self.summarize(action.messages, tools, stop, budget)

@@ -19,6 +19,7 @@ from treadle.domain.loop.background import BackgroundProcesses
 from treadle.domain.loop.background_tools import ProcessOutputTool, ProcessStopTool
 from treadle.domain.loop.builtin_tools import AskTool, BashTool, UpdatePlanTool
 from treadle.domain.loop.context import SharedWindow
+from treadle.domain.loop.hooks import TurnHooks
 from treadle.domain.loop.named_agents import ModelsByName, named_setup
 from treadle.domain.loop.response import Answer, Responder
 from treadle.domain.loop.server_requests import complete, fill_form
@@ -32,6 +33,7 @@ from treadle.domain.rules.arguments import arguments_object, parse_arguments
 from treadle.domain.rules.context_window import ContextState
 from treadle.domain.rules.final_answer import correction_request, read_value
 from treadle.domain.rules.history import INTERRUPTED_RESULT, History, close_unanswered
+from treadle.domain.rules.hook_turns import with_context
 from treadle.domain.rules.limits import LimitNear
 from treadle.domain.rules.output_bound import OutputBound
 from treadle.domain.rules.sampling import SAMPLING_TOOL, decide_sampling, sampling_summary
@@ -51,6 +53,7 @@ from treadle.domain.values.events import (
     TurnStarted,
     UsageUpdated,
 )
+from treadle.domain.values.hooks import SessionSource
 from treadle.domain.values.model import ServerFacts, ToolSpec
 from treadle.domain.values.outcome import (
     Answered,
@@ -58,6 +61,7 @@ from treadle.domain.values.outcome import (
     NeedsApproval,
     OutcomeKind,
     OutputInvalid,
+    PromptRefused,
     SpendingLimitReached,
     Stopped,
     TurnEnding,
@@ -82,8 +86,10 @@ from treadle.domain.values.tools import (
 )
 from treadle.domain.values.workflows import AgentDefinition
 from treadle.ports.clock import Clock
+from treadle.ports.hooks import Hooks
 from treadle.ports.isolation import WorkspaceIsolation
 from treadle.ports.model import Model, ModelServer
+from treadle.ports.notify import Notifier
 from treadle.ports.process import ProcessRunner
 from treadle.ports.terminal import Terminal
 from treadle.ports.tools import PreviewsChanges, StoppedResult, Tool, ToolCatalog, ToolContext
@@ -110,6 +116,10 @@ class TurnPorts:
     server: ModelServer | None = None
     models: ModelsByName | None = None
     """Builds another model by its name, for a named sub-agent that asks for one."""
+    hooks: Hooks | None = None
+    """The commands a team set to run at a turn's moments (issue 23)."""
+    notifier: Notifier | None = None
+    """Rings the terminal when a turn ends or waits for the person (issue 23)."""
     isolation: WorkspaceIsolation | None = None
     """Makes a sub-agent's own worktree (``isolation: "worktree"``); None: not offered."""
     catalog: ToolCatalog | None = None
@@ -182,6 +192,8 @@ class Agent:
             )
         self._search = ToolSearchTool(self._outside_specs)
         self._allowed = set(self.settings.allowed_prefixes)
+        self.hooks = TurnHooks(ports.hooks, ports.notifier, self.emit, name)
+        self._stop = StopSignal()  # the running turn's
         self.person_listener: Callable[[bool], None] | None = None
         self.responder = Responder(
             ports.model,
@@ -201,6 +213,7 @@ class Agent:
         self._turn_started: float | None = None
         self._host_start: asyncio.Future[Sequence[Notice]] | None = None
         self._host_task: str | None = None  # a turn whose host start waits for its request
+        self.responder.context.before_compact = self._before_compact
 
     # What the terminal and the caller see ------------------------------------
 
@@ -329,7 +342,7 @@ class Agent:
         paused. The history stays sendable whatever happens.
         """
         task = well_formed(task)  # a person's text can be as broken as a model's
-        stop = stop or StopSignal()
+        stop = self._stop = stop or StopSignal()
         if not self.name:  # the main agent owns the terminal's Esc and Ctrl-C
             # The stop itself, not a function of this module around it: Esc goes from
             # the terminal straight to the signal (README: Where things are).
@@ -340,14 +353,17 @@ class Agent:
         self.usage = Usage()
         self.value = None
         self.requests_before_turn = self.responder.requests
+        self.hooks.turn_starts()
         if announce:
             self.emit(TurnStarted(task, self.name))
         close_unanswered(self.history)
-        self.history.append(Message.user(task))
-        self._host_task = task  # started as the first request goes out (see emit)
         try:
-            cause = await self._loop(stop)
-            if not stop.is_set:  # a stopped turn does not wait for its checkpoint
+            opened = await self._open_turn(task, stop)
+            if opened is not None:
+                cause = opened
+            else:
+                cause = await self._loop(stop)
+            if not stop.is_set and opened is None:  # a stopped turn does not wait for it
                 await self._host_started(stop)
         except asyncio.CancelledError:
             close_unanswered(self.history)
@@ -361,6 +377,30 @@ class Agent:
         outcome = end_turn(cause)
         self._end(outcome, started)
         return outcome
+
+    async def _open_turn(self, task: str, stop: StopSignal) -> TurnEnding | None:
+        """The task joins the conversation, with what the main agent's SessionStart and
+        UserPromptSubmit hooks add to it; or why the turn ends before it does (a hook
+        refused the prompt, a stop came first)."""
+        context: tuple[str, ...] = ()
+        if not self.name:
+            source: SessionSource = "resume" if len(self.history) else "startup"
+            started = await stop.race(self.hooks.session_start(source))
+            if isinstance(started, StoppedFirst):
+                return Stopped()
+            prompt = await stop.race(self.hooks.prompt(task))
+            if isinstance(prompt, StoppedFirst):
+                return Stopped()
+            if prompt.blocked:
+                return PromptRefused(prompt.reason)
+            context = (*started, *prompt.context)
+        self.history.append(Message.user(with_context(task, context)))
+        self._host_task = task  # started as the first request goes out (see emit)
+        return None
+
+    async def _before_compact(self) -> None:
+        """The PreCompact hooks, as a compaction starts; Esc does not wait for them."""
+        await self._stop.race(self.hooks.before_compact())
 
     async def _ask_the_server(self) -> None:
         """What the server says about the model, at the start of each main turn: its
@@ -383,6 +423,11 @@ class Agent:
         cost = prices.cost(self.usage) if prices is not None else None
         value = self.value if outcome.kind is OutcomeKind.FINISHED else None
         self.emit(TurnEnded(outcome, self.usage, self.requests, elapsed, self.name, cost, value))
+        if not self.name and outcome.kind is not OutcomeKind.PAUSED:
+            # Paused by the person, who is there; any other ending may find them away.
+            self.hooks.attention(
+                "turn_ended", outcome.screen_line, self.history.last_assistant_text()
+            )
 
     def abandon_turn(self) -> None:
         """Record the running turn as paused, now: treadle is leaving at once (a second
@@ -433,6 +478,12 @@ class Agent:
             if not answer.tool_calls:
                 invalid = self._invalid_output(answer.text)
                 if invalid is None:
+                    go_on = await stop.race(self.hooks.at_stop())
+                    if go_on is STOPPED:
+                        return Stopped()
+                    if isinstance(go_on, str):  # a Stop hook sends the turn on, once
+                        self.history.append(Message.user(go_on))
+                        continue
                     return Answered()
                 if corrected:  # one corrective request, and no more
                     return OutputInvalid(invalid[0])
@@ -553,13 +604,16 @@ class Agent:
                 raw = call.arguments if len(call.arguments) <= 2000 else call.arguments[:2000] + "…"
                 why += f". They are sent back as {{}}; what you wrote was: {raw}"
             return self._refuse(call, why)
+        hooked = await self.hooks.before_tool(call.name, arguments)
+        if hooked.blocked:
+            return self._refuse(call, f"a PreToolUse hook refused this call: {hooked.reason}")
         summary = tool.describe(arguments)
         decision = decide_approval(
             self.settings.approval, tool.access, summary, allowed=self._allowed, tool=call.name
         )
-        if isinstance(decision, Deny):
+        if isinstance(decision, Deny):  # the policy's no: no hook's yes goes past it
             return self._refuse(call, decision.why, summary)
-        if isinstance(decision, Ask):
+        if isinstance(decision, Ask) and not hooked.allowed:
             diff = ""
             if isinstance(tool, PreviewsChanges):  # the person sees what they say yes to
                 diff = await tool.preview(arguments, self._context(stop))
@@ -567,6 +621,7 @@ class Agent:
                 call.name, summary, decision.prefix, self.name, diff, decision.why, call.id
             )
             self.waiting_on_person(True)
+            self.hooks.attention("permission_prompt", f"{call.name} waits for a yes: {summary}")
             try:
                 reply = await self.ports.terminal.ask_approval(request)
             finally:
@@ -583,7 +638,10 @@ class Agent:
                 return self._refuse(call, declined_text(reply), summary)
             if reply == "always":
                 self._allowed.add(decision.prefix)
-        return await self._execute(tool, call, arguments, summary, stop)
+        outcome = await self._execute(tool, call, arguments, summary, stop)
+        if isinstance(outcome, ToolResult):
+            return await self.hooks.after_tool(call.name, arguments, outcome)
+        return outcome
 
     async def _execute(
         self,
@@ -711,6 +769,7 @@ class Agent:
 
     async def _ask_question(self, question: str) -> str | None:
         self.waiting_on_person(True)
+        self.hooks.attention("question", question)
         try:
             return await self.ports.terminal.ask_question(question)
         finally:

@@ -13,6 +13,10 @@ NoticeKind = Literal[
     "checkpoint_skipped",  # no checkpoint before the turn
     "command_model",  # a slash command's model, for its one turn
     "command_run",  # a slash command from a file was run
+    "hook_failed",  # a hook that failed, hung past its deadline or wrote nonsense (issue 23)
+    "hook_refused",  # a hook refused a call, a prompt or a turn's end, and why
+    "hooks_unreadable",  # hooks in a settings file that cannot be taken
+    "hooks_untrusted",  # a folder not trusted brings hooks, and they do not run
     "instructions_cut",  # project instructions over their cap
     "instructions_unreadable",  # a project instructions file that cannot be read
     "mcp_server_failed",  # an MCP server did not start

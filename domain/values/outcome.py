@@ -208,6 +208,14 @@ class OutputInvalid:
     error: str
 
 
+@dataclass(frozen=True, slots=True)
+class PromptRefused:
+    """A UserPromptSubmit hook refused the person's prompt (issue 23): it never joined
+    the conversation; ``reason`` is what the hook said."""
+
+    reason: str
+
+
 TurnEnding = (
     Answered
     | ModelGaveUp
@@ -222,6 +230,7 @@ TurnEnding = (
     | SubAgentEnded
     | SpendingLimitReached
     | OutputInvalid
+    | PromptRefused
 )
 
 
@@ -252,6 +261,10 @@ def end_turn(cause: TurnEnding) -> TurnOutcome:
             return TurnOutcome(OutcomeKind.BLOCKED, line, FailureKind.SPENDING_LIMIT)
         case OutputInvalid(error=error):
             return TurnOutcome(OutcomeKind.FAILED, error, FailureKind.OUTPUT_INVALID)
+        case PromptRefused(reason=reason):
+            return TurnOutcome(
+                OutcomeKind.BLOCKED, f"a UserPromptSubmit hook refused the prompt: {reason}"
+            )
         case SubAgentEnded(name=name, outcome=outcome):
             return TurnOutcome(outcome.kind, f"{outcome.detail} (in {name})", outcome.reason)
 

@@ -176,6 +176,7 @@ def test_every_key_can_be_set_from_a_file(places: tuple[Path, Path, dict[str, st
             "max_requests = 50",
             'max_time = "1h30m"',
             'output_schema = "answer.schema.json"',
+            'notify = ["notify-send", "treadle"]',
             "background_limit = 2",
             'worktree_dir = "/tmp/trees"',
             "[otel]",
@@ -186,9 +187,22 @@ def test_every_key_can_be_set_from_a_file(places: tuple[Path, Path, dict[str, st
             '[prices."gpt-4.1"]',
             "input = 2.0",
             "output = 8.0",
+            "[[hooks.PreToolUse]]",
+            'matcher = "Bash"',
+            'hooks = [{ type = "command", command = "guard.sh", timeout = 5 }]',
         ]
     )
     app = load(places, project=toml, trusted=True)
+    assert app.notify == ("notify-send", "treadle")
+    assert app.hooks == {
+        "PreToolUse": [
+            {
+                "source": app.origin("hooks"),
+                "matcher": "Bash",
+                "hooks": [{"type": "command", "command": "guard.sh", "timeout": 5.0}],
+            }
+        ]
+    }
     assert app.model == "openai:gpt-4.1"  # provider + a bare name
     assert (app.max_tokens, app.token_growth, app.max_tokens_cap) == (1000, 3.0, 5000)
     assert app.allowed_prefixes == ("git status",)
@@ -548,3 +562,58 @@ def test_treadle_config_says_what_was_held_back_and_trust_lets_it_in(tmp_path: P
     assert f"treadle trust {os.path.realpath(work)}" in before.stdout
     assert trusted.returncode == 0 and "Trusted" in trusted.stdout
     assert '"https://collector.example/v1"' in after.stdout and "ignored" not in after.stdout
+
+
+# Hooks and notify (issue 23) ------------------------------------------------------
+
+HOOK = '[[hooks.Stop]]\nhooks = [{{ type = "command", command = "{}" }}]\n'
+
+
+def test_every_layer_s_hooks_run_the_project_s_after_the_user_s(
+    places: tuple[Path, Path, dict[str, str]],
+) -> None:
+    app = load(places, user=HOOK.format("mine"), project=HOOK.format("theirs"), trusted=True)
+    commands = [group["hooks"][0]["command"] for group in app.hooks["Stop"]]
+    assert commands == ["mine", "theirs"]
+
+
+def test_a_project_file_s_hooks_and_notify_command_need_a_trusted_folder(
+    places: tuple[Path, Path, dict[str, str]],
+) -> None:
+    app = load(places, project='notify = ["curl", "x"]\n' + HOOK.format("theirs"))
+    assert app.hooks == {} and app.notify is True
+    assert set(app.held_back) == {"hooks", "notify"}
+    quiet = load(places, project="notify = false\n")
+    assert quiet.notify is False and quiet.held_back == ()
+
+
+@pytest.mark.parametrize(
+    ("toml", "problem"),
+    [
+        ("[[hooks.Bedtime]]\nhooks = []", "Bedtime: not an event"),
+        ('[[hooks.Stop]]\nhooks = [{ type = "command" }]', "command: must be a command line"),
+        ("notify = []", "must be true, false or a command"),
+    ],
+)
+def test_hooks_treadle_cannot_run_are_an_error_in_its_own_files(
+    places: tuple[Path, Path, dict[str, str]], toml: str, problem: str
+) -> None:
+    with pytest.raises(ConfigError, match=problem):
+        load(places, user=toml)
+
+
+def test_notify_can_be_turned_off_by_a_variable(places: tuple[Path, Path, dict[str, str]]) -> None:
+    assert load(places, env={"TREADLE_NOTIFY": "false"}).notify is False
+
+
+def test_the_readme_s_hooks_are_valid(tmp_path: Path) -> None:
+    import re
+
+    from treadle.entrypoints.config import read_file_values
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    (block,) = [b for b in re.findall(r"```toml\n(.*?)```", readme, re.DOTALL) if "hooks." in b]
+    config = tmp_path / "config.toml"
+    config.write_text(block, encoding="utf-8")
+    hooks = read_file_values(config)["hooks"]
+    assert set(hooks) == {"PreToolUse", "Stop"}

@@ -85,3 +85,27 @@ def test_without_cgroups_the_watchdog_still_finds_what_was_reparented(tmp_path: 
     wait_for_pid(tmp_path / "orphan.pid")
     time.sleep(3 * LOOK_EVERY)  # the watchdog's records are a sample: give it a few
     _killed_leaves_nothing(runner, tmp_path)
+
+
+def test_a_hook_dies_with_treadle_when_it_is_killed_with_sigkill(tmp_path: Path) -> None:
+    """A hook runs under the rules for commands (issue 23): treadle killed mid-hook
+    leaves none of what the hook started."""
+    (tmp_path / "config").mkdir()
+    (tmp_path / "config" / "config.toml").write_text(
+        "[[hooks.PreToolUse]]\n"
+        f'hooks = [{{ type = "command", command = {json.dumps(LEFTOVERS)}, timeout = 600 }}]\n'
+    )
+    script = tmp_path / "turn.json"
+    script.write_text(
+        json.dumps(
+            {"responses": [{"tool_calls": [{"name": "bash", "arguments": {"command": "true"}}]}]}
+        )
+    )
+    treadle = subprocess.Popen(
+        [sys.executable, "-m", "treadle", "--model", f"script:{script}", "--print", "go"],
+        cwd=tmp_path,
+        env=treadle_env(tmp_path),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    _killed_leaves_nothing(treadle, tmp_path)

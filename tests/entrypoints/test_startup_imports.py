@@ -47,9 +47,11 @@ MODULES_BUDGET = 480
 """The most modules a session loads before its first request (454 when this was set):
 more means a slower start; defer what the request does not need, or raise this on
 purpose."""
-VALUE_CLASSES_BUDGET = 190
-"""The most dataclasses those modules define (174 when this was set): each one compiles
-half a dozen methods at import, a quarter of the start-up in all (issue 21)."""
+VALUE_CLASSES_BUDGET = 196
+"""The most dataclasses those modules define (174 when this was set; raised on purpose
+from 190 when MCP's questions and completions (6), background processes (2), worktrees
+(2) and hooks (3) landed together and made 192, the network's rules deferred): each one
+compiles half a dozen methods at import, a quarter of the start-up in all (issue 21)."""
 
 
 def modules_at_each_connection(tmp_path: Path) -> list[dict[str, Any]]:
