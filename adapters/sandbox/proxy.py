@@ -31,7 +31,8 @@ import socket
 import threading
 from collections.abc import Callable, Mapping, Sequence
 
-from treadle.domain.rules.network import host_allowed, normal_host
+from treadle.domain.rules.network import host_allowed, normal_host, offerable
+from treadle.domain.values.process import HostGrant
 
 log = logging.getLogger(__name__)
 
@@ -63,6 +64,8 @@ class NetworkProxy:
         self.hosts = {normal_host(name): address for name, address in (hosts or {}).items()}
         self.port = 0
         self._refused: dict[str, list[str]] = {}
+        self._once: dict[str, int] = {}
+        self._always: set[str] = set()
         self._lock = threading.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._server: asyncio.Server | None = None
@@ -143,6 +146,34 @@ class NetworkProxy:
             anonymous = self._refused.pop(ANONYMOUS, []) if token != ANONYMOUS else []
         return tuple(mine + anonymous)
 
+    def grant(self, host: str, grant: HostGrant) -> None:
+        """Let ``host`` through beyond the lists: its next connection (``ONCE``), or
+        every one until the proxy stops (``ALWAYS``: in memory, never written). A host
+        ``deny`` names stays refused."""
+        name = normal_host(host)
+        if grant is HostGrant.NO or not offerable(name, self.deny):
+            return
+        with self._lock:
+            if grant is HostGrant.ALWAYS:
+                self._always.add(name)
+            else:
+                self._once[name] = self._once.get(name, 0) + 1
+
+    def _lets_through(self, host: str) -> bool:
+        """The lists, then the grants (a once is used up by this connection)."""
+        if host_allowed(host, self.allow, self.deny):
+            return True
+        name = normal_host(host)
+        if not offerable(name, self.deny):
+            return False
+        with self._lock:
+            if name in self._always:
+                return True
+            if self._once.get(name, 0) > 0:
+                self._once[name] -= 1
+                return True
+        return False
+
     def close(self) -> None:
         """Stop listening and drop every connection; the port is free once this returns."""
         loop, thread = self._loop, self._thread
@@ -189,7 +220,7 @@ class NetworkProxy:
         if not host or port is None:
             await _reply(writer, 400, f"not a host and port: {target}")
             return
-        if not host_allowed(host, self.allow, self.deny):
+        if not self._lets_through(host):
             with self._lock:
                 self._refused.setdefault(token, []).append(normal_host(host))
             await _reply(writer, 403, f"network: {normal_host(host)} not allowed")

@@ -43,6 +43,18 @@ class ProcessResult:
     truncated: bool = False
     omitted_bytes: int = 0
     full_output_path: str | None = None
+    refused_hosts: tuple[str, ...] = ()
+    """Host names the network proxy refused to the command that a yes could let
+    through (on no ``network_deny``), each once, in the order first refused."""
+
+
+class HostGrant(enum.StrEnum):
+    """What the person said to a host the allowlist refused: let it through once (the
+    next connection to it), for the rest of the session (never written anywhere), or no."""
+
+    ONCE = "once"
+    ALWAYS = "always"
+    NO = "no"
 
 
 @dataclass(frozen=True, slots=True)
