@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import fnmatch
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 from treadle.domain.rules.approval import ApprovalPolicy
@@ -149,6 +149,21 @@ def decide_network(
     if explicit:
         return NetworkBlocked(f"sandbox_network = {policy.mode} was asked for, but {missing}")
     return NetworkOpen(f"commands keep the network: {missing}")
+
+
+def server_network(session: NetworkPolicy, own: str) -> NetworkPolicy:
+    """What network an MCP server started by a command reaches: the session's policy,
+    with the server's own ``network`` (on, off, allowlist) over its mode.
+
+    >>> server_network(NetworkPolicy("allowlist", ("pypi.org",)), "off").mode
+    'off'
+    >>> server_network(NetworkPolicy("off"), "").mode
+    'off'
+    """
+    for mode in NETWORK_MODES:
+        if own == mode:
+            return replace(session, mode=mode)
+    return session
 
 
 def normal_host(host: str) -> str:
