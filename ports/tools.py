@@ -38,7 +38,7 @@ async def _no_model(request: SamplingRequest) -> SamplingReply:
 
 
 async def _refused_as_before(host: str) -> HostGrant:
-    return HostGrant.NO
+    return "no"
 
 
 @dataclass(frozen=True, slots=True)

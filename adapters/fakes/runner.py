@@ -99,9 +99,9 @@ class FakeRunner:
     def _granted(self, host: str) -> bool:
         """Whether a grant lets ``host`` through now (a once is used up)."""
         for index, (name, grant) in enumerate(self.grants):
-            if name == host and grant is HostGrant.ALWAYS:
+            if name == host and grant == "always":
                 return True
-            if name == host and grant is HostGrant.ONCE and index not in self._used:
+            if name == host and grant == "once" and index not in self._used:
                 self._used.add(index)
                 return True
         return False

@@ -34,7 +34,6 @@ from treadle.adapters.process.watchdog import OWNER_MARKER, ensure_watchdog, wat
 from treadle.adapters.redact import Redactor
 from treadle.adapters.sandbox import UNCONFINED, Launch, Sandbox
 from treadle.adapters.sandbox.spawner import Start, Status, plan_start
-from treadle.domain.rules.network import refusal_lines
 from treadle.domain.rules.output_bound import OutputBound
 from treadle.domain.values.process import HostGrant, ProcessError, ProcessResult, ProcessSpec
 
@@ -284,8 +283,10 @@ class SubprocessRunner:
             why = f"the sandbox could not be set up: {status.failure}"
             return Failure(ProcessError(why, blocked=True))
         result = _result(process, bound, spill, time.monotonic() - started, timed_out)
-        refused = refusal_lines(hosts)
-        if refused:  # the proxy's refusals, after the output: the model's and the screen's
+        if hosts:  # the proxy's refusals, after the output: the model's and the screen's
+            from treadle.domain.rules.network import refusal_lines  # not at start-up
+
+            refused = refusal_lines(hosts)
             apart = "\n" if result.output and not result.output.endswith("\n") else ""
             if spec.on_output is not None:
                 spec.on_output((apart + "".join(f"{line}\n" for line in refused)).encode())

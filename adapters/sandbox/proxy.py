@@ -151,10 +151,10 @@ class NetworkProxy:
         every one until the proxy stops (``ALWAYS``: in memory, never written). A host
         ``deny`` names stays refused."""
         name = normal_host(host)
-        if grant is HostGrant.NO or not offerable(name, self.deny):
+        if grant == "no" or not offerable(name, self.deny):
             return
         with self._lock:
-            if grant is HostGrant.ALWAYS:
+            if grant == "always":
                 self._always.add(name)
             else:
                 self._once[name] = self._once.get(name, 0) + 1

@@ -10,13 +10,12 @@ from returns.result import Failure, Success
 
 from treadle.domain.loop.background import NO_DEADLINE, BackgroundProcesses
 from treadle.domain.rules.background import started_text
-from treadle.domain.rules.network import grant_line
 from treadle.domain.rules.output_bound import OutputBound
 from treadle.domain.rules.output_preview import OutputWatch
 from treadle.domain.values.events import PlanStep, PlanUpdated, ToolOutput
 from treadle.domain.values.model import ToolSpec
 from treadle.domain.values.outcome import NeedsAnswer, SandboxUnavailable
-from treadle.domain.values.process import HostGrant, ProcessResult, ProcessSpec
+from treadle.domain.values.process import ProcessResult, ProcessSpec
 from treadle.domain.values.tools import Access, EndTurn, ToolEnding, ToolOutcome, ToolResult
 from treadle.ports.process import GrantsHosts
 from treadle.ports.tools import ToolContext
@@ -123,10 +122,12 @@ async def grant_hosts(hosts: Sequence[str], context: ToolContext) -> tuple[str, 
     runner = context.runner
     if not hosts or not isinstance(runner, GrantsHosts):
         return ()
+    from treadle.domain.rules.network import grant_line  # not at start-up
+
     lines: list[str] = []
     for host in hosts:
         grant = await context.ask_host(host)
-        if grant is not HostGrant.NO:
+        if grant != "no":
             runner.allow_host(host, grant)
             lines.append(grant_line(host, grant))
     return tuple(lines)

@@ -35,13 +35,6 @@ from treadle.domain.rules.final_answer import correction_request, read_value
 from treadle.domain.rules.history import INTERRUPTED_RESULT, History, close_unanswered
 from treadle.domain.rules.hook_turns import with_context
 from treadle.domain.rules.limits import LimitNear
-from treadle.domain.rules.network import (
-    NETWORK_TOOL,
-    host_grant,
-    host_question,
-    normal_host,
-    offers_hosts,
-)
 from treadle.domain.rules.output_bound import OutputBound
 from treadle.domain.rules.sampling import SAMPLING_TOOL, decide_sampling, sampling_summary
 from treadle.domain.rules.tokens import measured_as
@@ -745,8 +738,17 @@ class Agent:
         """A host the allowlist refused a command: under ``ask`` the person says once,
         always (for the session) or no; under any other policy, or with nobody there
         to answer, it stays refused."""
+        # The network's rules load when a host is first refused, not at start-up.
+        from treadle.domain.rules.network import (
+            NETWORK_TOOL,
+            host_grant,
+            host_question,
+            normal_host,
+            offers_hosts,
+        )
+
         if not offers_hosts(self.settings.approval):
-            return HostGrant.NO
+            return "no"
         request = ApprovalRequest(NETWORK_TOOL, host_question(host), normal_host(host), self.name)
         self.waiting_on_person(True)
         self.hooks.attention("permission_prompt", f"the network waits for a yes: {host}")

@@ -252,30 +252,30 @@ def host_grant(answer: ApprovalAnswer | None) -> HostGrant:
     """The grant an approval answer makes (nobody there to answer: no).
 
     >>> host_grant("yes"), host_grant("always"), host_grant(None)
-    (<HostGrant.ONCE: 'once'>, <HostGrant.ALWAYS: 'always'>, <HostGrant.NO: 'no'>)
+    ('once', 'always', 'no')
     """
     if answer == "yes":
-        return HostGrant.ONCE
+        return "once"
     if answer == "always":
-        return HostGrant.ALWAYS
-    return HostGrant.NO
+        return "always"
+    return "no"
 
 
 def grant_line(host: str, grant: HostGrant) -> str:
     """The line a grant adds after the refusal (the refused connection is not held:
     the command's next try gets through).
 
-    >>> grant_line("example.com", HostGrant.ONCE)
+    >>> grant_line("example.com", "once")
     'network: example.com allowed once: try again'
-    >>> grant_line("example.com", HostGrant.ALWAYS)
+    >>> grant_line("example.com", "always")
     'network: example.com allowed for this session: try again'
     """
     match grant:
-        case HostGrant.ONCE:
+        case "once":
             return f"network: {normal_host(host)} allowed once: try again"
-        case HostGrant.ALWAYS:
+        case "always":
             return f"network: {normal_host(host)} allowed for this session: try again"
-        case HostGrant.NO:
+        case "no":
             return f"network: {normal_host(host)} stays refused"
 
 

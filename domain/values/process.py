@@ -5,6 +5,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import Literal
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,13 +49,9 @@ class ProcessResult:
     through (on no ``network_deny``), each once, in the order first refused."""
 
 
-class HostGrant(enum.StrEnum):
-    """What the person said to a host the allowlist refused: let it through once (the
-    next connection to it), for the rest of the session (never written anywhere), or no."""
-
-    ONCE = "once"
-    ALWAYS = "always"
-    NO = "no"
+HostGrant = Literal["once", "always", "no"]
+"""What the person said to a host the allowlist refused: let it through once (the
+next connection to it), for the rest of the session (never written anywhere), or no."""
 
 
 @dataclass(frozen=True, slots=True)

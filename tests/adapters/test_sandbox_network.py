@@ -431,7 +431,6 @@ async def test_commands_under_the_allowlist_leave_no_descriptor_open(
 async def test_a_yes_lets_a_refused_host_through_the_proxy_once_or_for_the_session(
     workspace: Path, outside: int
 ) -> None:
-    from treadle.domain.values.process import HostGrant
 
     box = sandbox(workspace, "allowlist", allow=("allowed.test",), deny=("denied.test",))
     runner = SubprocessRunner(sandbox=box)
@@ -443,11 +442,11 @@ async def test_a_yes_lets_a_refused_host_through_the_proxy_once_or_for_the_sessi
 
     try:
         refused = await fetched()
-        runner.allow_host("pkg.allowed.test", HostGrant.ONCE)
-        runner.allow_host("denied.test", HostGrant.ALWAYS)  # deny wins over a yes
+        runner.allow_host("pkg.allowed.test", "once")
+        runner.allow_host("denied.test", "always")  # deny wins over a yes
         once = await fetched()
         after_once = await fetched()
-        runner.allow_host("pkg.allowed.test", HostGrant.ALWAYS)
+        runner.allow_host("pkg.allowed.test", "always")
         always = [await fetched() for _ in range(2)]
         denied = await run(
             f"curl -sS -f --max-time 5 http://denied.test:{outside}/", box, workspace

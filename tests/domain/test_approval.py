@@ -245,7 +245,6 @@ def fetches(*answers):
     ],
 )
 async def test_under_ask_a_refused_host_is_asked_about_and_let_through(rig, answer, grant, line):
-    from treadle.domain.values.process import HostGrant
 
     tries = [R.calling("bash", command=FETCH) for _ in range(3)]
     r = rig(
@@ -262,7 +261,7 @@ async def test_under_ask_a_refused_host_is_asked_about_and_let_through(rig, answ
     asked, *rest = r.terminal.approval_requests
     assert (asked.tool, asked.prefix) == ("network", "example.com")
     assert asked.summary.startswith("allow example.com")
-    assert r.runner.grants == [("example.com", HostGrant(grant))]
+    assert r.runner.grants == [("example.com", grant)]
     first = r.model.requests[1].messages[-1].text
     assert first.splitlines()[-1] == line
     second = r.model.requests[2].messages[-1].text
