@@ -31,6 +31,7 @@ from typing import Any, assert_never
 
 from treadle.adapters.blessed_terminal.display import Styles, TurnView, diff_lines, resumed_lines
 from treadle.adapters.blessed_terminal.keyboard import Keyboard
+from treadle.adapters.blessed_terminal.log_wrap import wrap_rows
 from treadle.adapters.blessed_terminal.markdown import (
     AnswerRenderer,
     MarkdownStyles,
@@ -212,7 +213,7 @@ class BlessedTerminal:
                 self.screen.flush()
             return
         self.view.width = self.screen.width
-        lines = self.view.lines_for(event, now)
+        lines = wrap_rows(self.view.lines_for(event, now), self.view.width)
         if not event.agent and isinstance(event, CompactionStarted | ContextCompacted):
             self._compacting = isinstance(event, CompactionStarted)
         if isinstance(event, ResponseReceived) and not event.agent and not self._compacting:
@@ -263,21 +264,26 @@ class BlessedTerminal:
 
     def note(self, lines: list[str]) -> None:
         """Dim lines of the session's own (a greeting, a hint)."""
-        self.screen.write_lines([self.styles.dim(printable(line)) for line in lines])
+        dim = self.styles.dim
+        self.screen.write_lines(
+            wrap_rows([dim(printable(line)) for line in lines], self.screen.width)
+        )
         self._draw(self._now())
         self.screen.flush()
 
     def report(self, lines: list[str], *, problem: bool = False) -> None:
         """Lines the session says between turns (what an undo did); a problem in red."""
         style = self.styles.red if problem else (lambda line: line)
-        self.screen.write_lines([style(printable(line)) for line in lines])
+        rows = [style(printable(line)) for line in lines]
+        self.screen.write_lines(wrap_rows(rows, self.screen.width))
         self._draw(self._now())
         self.screen.flush()
 
     def show_diff(self, title: str, diff: str) -> None:
         """A diff between turns (``/diff``), coloured, under a bold ``title``."""
         rows = diff_lines(diff, self.styles)
-        self.screen.write_lines([self.styles.bold(printable(title)), *rows])
+        rows = wrap_rows([self.styles.bold(printable(title)), *rows], self.screen.width)
+        self.screen.write_lines(rows)
         self._draw(self._now())
         self.screen.flush()
 
@@ -408,7 +414,9 @@ class BlessedTerminal:
         self.screen.end_row()
         answer = self.answer.finish()  # what an interrupt left of the answer stays
         self.screen.write_lines(
-            answer + self._held_notes + self.view.ending_lines(event, self.resume_hint)
+            answer
+            + self._held_notes
+            + wrap_rows(self.view.ending_lines(event, self.resume_hint), self.screen.width)
         )
         self._held_notes = []
         self.screen.hide_live()
