@@ -105,6 +105,32 @@ class AnswerRenderer:
         held = [*self._table, *([self._held] if self._held is not None else [])]
         return "\n".join([*held, self._partial]) if held else self._partial
 
+    def pending_rows(self, width: int, most: int = 0) -> list[str]:
+        """The live block's rows for what is not committed yet: the unfinished line
+        rendered as it will be once complete (a list item's hang, a heading's style,
+        code behind its gutter, the emphasis closed so far without its marks), so that
+        its rows do not move when it is committed; a held table's lines plainly, as its
+        columns are not known yet. The last ``most`` rows (0: :data:`PENDING_ROWS`)."""
+        most = max(PENDING_ROWS, most)
+        if self._table or self._held is not None:
+            return pending_rows(self.pending(), width)
+        line = printable(self._partial)
+        if not line.strip() and not self._fence:
+            return []
+        if self._fence:
+            closing = line.strip()
+            if closing and not closing.strip(self._fence[0]):  # the fence closing
+                return []
+            return list(self._code(line))[-most:]
+        if line[0].isalpha() and line.isascii() and not any(mark in line for mark in _MARKS):
+            plain = _wrap_plain(line, max(MIN_WIDTH, width - 1))  # most of most answers
+            if plain is not None:
+                return plain[-most:]
+        if _FENCE.match(line):  # a fence opening: nothing to show until its first line
+            return []
+        probe = AnswerRenderer(self.styles, lambda: width, _blank=self._blank)
+        return list(probe._block(line))[-most:]
+
     def finish(self) -> list[str]:
         """The answer ended: everything not committed yet, rendered."""
         rows = list(self._line(printable(self._partial))) if self._partial else []
@@ -216,9 +242,13 @@ def _parser() -> Any:
     return MarkdownIt("commonmark").enable("strikethrough")
 
 
+_MARKS = "*_`[<&\\~"
+"""The characters inline markup starts with: a text without them is plain."""
+
+
 def _inline(text: str, s: MarkdownStyles) -> list[Span]:
     """``text``'s inline markup as spans of text, each with its style."""
-    if not any(mark in text for mark in "*_`[<&\\~"):
+    if not any(mark in text for mark in _MARKS):
         return [(text, _plain)]
     tokens = _parser().parseInline(text)
     spans: list[Span] = []

@@ -32,11 +32,7 @@ from typing import Any, assert_never
 from treadle.adapters.blessed_terminal.display import Styles, TurnView, diff_lines, resumed_lines
 from treadle.adapters.blessed_terminal.keyboard import Keyboard
 from treadle.adapters.blessed_terminal.log_wrap import wrap_rows
-from treadle.adapters.blessed_terminal.markdown import (
-    AnswerRenderer,
-    MarkdownStyles,
-    pending_rows,
-)
+from treadle.adapters.blessed_terminal.markdown import AnswerRenderer, MarkdownStyles
 from treadle.adapters.blessed_terminal.prompts import Prompts
 from treadle.adapters.blessed_terminal.screen import (
     HIDE_CURSOR,
@@ -479,10 +475,11 @@ class BlessedTerminal:
             self._worked_out_for = self.view.activity
         rows = list(view_rows)
         pending = self.answer.pending() if self._in_turn else ""
-        if pending:
-            rows[:0] = pending_rows(pending, width)
-        self._drew_pending = bool(pending)
         prompt, cursor, cursor_up = self.prompts.live_rows(width, height)
+        if pending:  # as it will be committed, as much as half the window shows
+            room = min(height // 2, height - len(rows) - len(prompt) - 2)
+            rows[:0] = self.answer.pending_rows(width, room)
+        self._drew_pending = bool(pending)
         rows += prompt
         self.screen.draw_live(rows, cursor, size=(width, height), cursor_up=cursor_up)
         if self._cursor_hidden and (cursor is not None) != self._cursor_shown:

@@ -130,6 +130,20 @@ def test_the_answer_streams_onto_one_row_with_the_status_line_under_it(rig: Rig)
     assert screen.cursor_row == "The test fails because"  # the next piece lands here
 
 
+def test_a_long_line_streaming_shows_rendered_and_wrapped_as_it_will_stay(rig: Rig) -> None:
+    rig.term.columns = 40
+    rig.start()
+    words = "changed **runner.py** so that a command stopped at its deadline keeps " * 3
+    for piece in ("- ", *words.split(" ")):
+        rig.terminal.show(AnswerDelta(piece + " "))
+        rig.time.now += 0.06
+    live = rig.lines[1:-1]  # between the task and the status line
+    assert live[0].startswith("• changed runner.py so that")  # no marks, its bullet
+    assert len(live) > 3 and all(row.startswith("  ") for row in live[1:])  # every row
+    rig.terminal.show(AnswerDelta("\n"))
+    assert rig.lines[1 : 1 + len(live)] == live  # committed where it was shown
+
+
 def test_a_fast_stream_of_lines_works_the_status_rows_out_once_per_fifty_ms(
     rig: Rig, monkeypatch: pytest.MonkeyPatch
 ) -> None:
