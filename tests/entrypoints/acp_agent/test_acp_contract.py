@@ -337,3 +337,45 @@ async def test_the_editors_mcp_servers_are_added_to_the_session(
     on_call = [u for u in client.updates if getattr(u, "tool_call_id", "") == "call_1"]
     assert [u.status for u in on_call][:2] == ["in_progress", "completed"]
     assert "via the editor" in on_call[-1].content[-1].content.text, on_call
+
+
+async def test_the_model_is_a_configuration_option_the_editor_switches_between_turns(
+    tmp_path: Path, workspace: Path
+) -> None:
+    (tmp_path / "first").mkdir()
+    (tmp_path / "second").mkdir()
+    first = write_script(tmp_path / "first", saying("the first model"), saying("again first"))
+    second = write_script(tmp_path / "second", saying("the second model"))
+    client = RecordingClient()
+    flags = ("--model", f"script:{first}", "--models", f"script:{second},script:nowhere.json")
+    async with treadle_acp(client, tmp_path, *flags) as (conn, _):
+        session = await conn.new_session(cwd=str(workspace), mcp_servers=[])
+        [option] = session.config_options
+        assert (option.id, option.category, option.current_value) == (
+            "model",
+            "model",
+            f"script:{first}",
+        )
+        assert [choice.value for choice in option.options] == [
+            f"script:{first}",
+            f"script:{second}",
+            "script:nowhere.json",
+        ]
+        session_id = session.session_id
+        await conn.prompt(session_id=session_id, prompt=[text_block("one")])
+        changed = await conn.set_config_option(
+            config_id="model", session_id=session_id, value=f"script:{second}"
+        )
+        assert changed.config_options[0].current_value == f"script:{second}"
+        await conn.prompt(session_id=session_id, prompt=[text_block("two")])
+        with pytest.raises(RequestError) as unknown:  # a model not offered
+            await conn.set_config_option(
+                config_id="model", session_id=session_id, value="openai:gpt-9"
+            )
+        assert unknown.value.code == -32602
+        with pytest.raises(RequestError) as broken:  # offered, but it cannot be built
+            await conn.set_config_option(
+                config_id="model", session_id=session_id, value="script:nowhere.json"
+            )
+        assert broken.value.code == -32602
+    assert client.text() == "the first modelthe second model"
