@@ -25,7 +25,7 @@ from treadle.adapters.blessed_terminal.screen import cell_width
 _ESCAPE = re.compile(r"\x1b\[[0-9;:?]*[ -/]*[@-~]|\x1b[()][A-Za-z0-9]")
 _RESET = re.compile(r"\x1b\[0*m")
 _SPACES = re.compile(r"( +)")
-_MARKER = re.compile(r"(?:[•✓✗■?↻…▸✔○✻▌│]|[-*]|\d{1,9}[.)]|\[[^\]\s]{1,40}\]) |[+-]")
+_MARKER = re.compile(r"(?:[•✓✗■?↻…▸✔○✻▌│›→]|[-*]|\d{1,9}[.)]|\[[^\]\s]{1,40}\]) |[+-]")
 """What a line's text hangs after: a list's or a call's mark and its space, a
 sub-agent's ``[name]``, or a diff's ``+`` or ``-`` (after an indent)."""
 RESET = "\x1b[m"

@@ -22,6 +22,7 @@ from typing import Any, Final, Literal, Protocol
 
 from treadle.adapters.blessed_terminal.display import Styles, TurnView, diff_lines
 from treadle.adapters.blessed_terminal.line_editor import Ending, Key, LineEditor
+from treadle.adapters.blessed_terminal.log_wrap import wrap_rows
 from treadle.adapters.blessed_terminal.screen import Screen, cell_width, fit
 from treadle.domain.rules.diffs import bounded_diff
 from treadle.domain.values.text import one_line, printable
@@ -245,7 +246,7 @@ class Prompts:
                 # The call's result keeps the diff bounded: that is what it will carry.
                 self.view.approved_diffs.add(bounded_diff(request.diff))
             said = f"no: {one_line(answer.reason, 400)}" if isinstance(answer, Declined) else answer
-            self.screen.write_lines([s.dim(f"  → {said}")])
+            self.screen.write_lines(wrap_rows([s.dim(f"  → {said}")], self.screen.width))
             self.live.redraw()
             return answer
 
@@ -254,7 +255,8 @@ class Prompts:
             return None
         async with self._lock(), self._question():
             s = self.styles
-            self.screen.write_lines([s.yellow("? ") + s.bold(one_line(question, 4_000))])
+            asked = s.yellow("? ") + s.bold(one_line(question, 4_000))
+            self.screen.write_lines(wrap_rows([asked], self.screen.width))
             self._forget_typed_keys()  # typed for something else: not an answer
             ending, text = await self._read_line(s.yellow("answer › "), LineEditor())
             return text if ending == "submit" else None
@@ -268,7 +270,7 @@ class Prompts:
         label = self.styles.bold(self.styles.cyan(prompt))
         if self.queued:  # typed during the turn that just ended: sent now
             text = self.queued.pop(0)
-            self.screen.write_lines([label + printable(text)])
+            self.screen.write_lines(wrap_rows([label + printable(text)], self.screen.width))
             self.submitted = text.strip()
             self.live.redraw()
             return text
@@ -335,7 +337,7 @@ class Prompts:
                 self._show(line)
             ending, text = await line.ended
             if ending == "submit" and not self._aside:  # the answer's line says the words
-                self.screen.write_lines([label + printable(text)])
+                self.screen.write_lines(wrap_rows([label + printable(text)], self.screen.width))
             return ending, text
 
     def _press(self, line: _Line, key: str) -> None:

@@ -835,6 +835,31 @@ async def test_a_long_task_wraps_over_rows_that_grow_upwards_at_every_width(rig:
     assert (screen.cursor_row.startswith("› word0"), screen.x) == (True, 2)
     rig.terminal.press(Key.ENTER)
     assert await asyncio.wait_for(reading, 1) == words
+    # Sent, it stays in the log broken between words as it was shown, under its text.
+    screen = VirtualScreen(120, HEIGHT).feed(rig.out.getvalue())
+    first = next(i for i, row in enumerate(screen.lines) if row.startswith("› word0 "))
+    rows = screen.lines[first : first + -(-len(words) // 100)]
+    assert all(len(row) < 120 for row in rows) and len(rows) > 1
+    assert all(row.startswith("  word") for row in rows[1:])
+    assert " ".join(row[2:] for row in rows).split() == words.split()
+
+
+async def test_a_long_question_stays_broken_between_words(rig: Rig) -> None:
+    rig.term.columns = 40
+    rig.terminal.can_answer = True
+    rig.start()
+    question = "Which of the three failing branches should I rebase onto main first?"
+    asking = asyncio.create_task(rig.terminal.ask_question(question))
+    await asyncio.sleep(0)
+    for key in ("o", "n", "e", Key.ENTER):
+        rig.terminal.press(key)
+    assert await asyncio.wait_for(asking, 1) == "one"
+    screen = VirtualScreen(40, HEIGHT).feed(rig.out.getvalue())
+    first = screen.lines.index("? Which of the three failing branches")
+    assert screen.lines[first + 1 : first + 3] == [
+        "  should I rebase onto main first?",
+        "answer › one",
+    ]
 
 
 # Ctrl-O on results ----------------------------------------------------------------
