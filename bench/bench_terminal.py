@@ -45,6 +45,31 @@ def streamed_answer(tokens: int = TOKENS, seed: int = 7) -> list[str]:
     return pieces
 
 
+SECTION = (
+    "## Step {n}: the deadline\n\n"
+    "The runner now keeps **what a command printed** when its `deadline` passes, and the "
+    "loop hands it to the model with the reason, as *Esc* does; see [the issue](#22).\n\n"
+    "- `runner.py` keeps the partial output of a stopped command\n"
+    "- the test **fails** on the old code and passes on the new one\n"
+    "  1. a nested item with `code` in it\n\n"
+    "> A quoted note about the change, long enough to wrap at a narrow width.\n\n"
+    "```python\ndef deadline(seconds):\n    return seconds * 2  # the pause\n```\n\n"
+    "| file | change |\n|---|---|\n| runner.py | keeps partial output |\n| test.py | new |\n\n"
+)
+
+
+def streamed_markdown(tokens: int = TOKENS) -> list[str]:
+    """Pieces of an answer in markdown (headings, emphasis, code, lists, a quote, a
+    fence, a table in every section), a word or a mark each, ``tokens`` of them."""
+    pieces: list[str] = []
+    n = 0
+    while len(pieces) < tokens:
+        n += 1
+        for word in SECTION.format(n=n).split(" "):
+            pieces.append(word + " ")
+    return pieces[:tokens]
+
+
 def _drain(leader: int) -> subprocess.Popen[bytes]:
     """Read the other end of the pseudo-terminal as fast as it fills, like a terminal.
 
@@ -104,12 +129,12 @@ def _through_the_display(out: TextIO) -> Callable[[str], None]:
     show = terminal.show
     # The events are made before the clock starts, as the strings are for the direct
     # writer: what is measured is the rendering.
-    events = {piece: AnswerDelta(piece) for piece in set(streamed_answer())}
+    events = {piece: AnswerDelta(piece) for piece in {*streamed_answer(), *streamed_markdown()}}
     return lambda piece: show(events[piece])
 
 
-def throughput() -> list[str]:
-    pieces = streamed_answer()
+def throughput(markdown: bool = False) -> list[str]:
+    pieces = streamed_markdown() if markdown else streamed_answer()
     size = sum(len(piece.encode()) for piece in pieces)
     # Interleaved, best of five each: other work on the machine only ever adds time.
     runs = [(_timed(_direct, pieces), _timed(_through_the_display, pieces)) for _ in range(5)]
@@ -117,7 +142,8 @@ def throughput() -> list[str]:
     shown = min(run[1] for run in runs)
     share = direct / shown
     return [
-        f"terminal: {TOKENS:,}-token streamed answer ({size / 1e6:.1f} MB) into a pty: "
+        f"terminal: {TOKENS:,}-token streamed answer{' in markdown' if markdown else ''} "
+        f"({size / 1e6:.1f} MB) into a pty: "
         f"{size / shown / 1e6:.1f} MB/s through BlessedTerminal, "
         f"{size / direct / 1e6:.1f} MB/s written directly: {share:.0%} (target ≥ 50%); "
         f"{(shown - direct) / TOKENS * 1e6:.1f} µs added per piece"
@@ -178,7 +204,7 @@ def esc_latency(runs: int = 5) -> list[str]:
 
 
 def run() -> list[str]:
-    return throughput() + esc_latency()
+    return throughput() + throughput(markdown=True) + esc_latency()
 
 
 if __name__ == "__main__":

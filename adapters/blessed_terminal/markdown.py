@@ -91,6 +91,11 @@ class AnswerRenderer:
     """A line with a ``|`` held back: the next line tells whether it heads a table."""
     _blank: bool = True
     """The last row committed was blank (or nothing was): no second blank row."""
+    _asked: int = 0
+    """The width asked for once for the lines of one piece (each ask is a system call)."""
+
+    def _columns(self) -> int:
+        return self._asked or self.width()
 
     def feed(self, text: str) -> list[str]:
         """Add a piece of the answer; the rows of the lines it completed."""
@@ -98,7 +103,11 @@ class AnswerRenderer:
             self._partial += text
             return []
         *complete, self._partial = (self._partial + text).split("\n")
-        return [row for line in complete for row in self._line(printable(line))]
+        self._asked = self.width()
+        try:
+            return [row for line in complete for row in self._line(printable(line))]
+        finally:
+            self._asked = 0
 
     def pending(self) -> str:
         """What came after the last complete line (shown live, not yet committed)."""
@@ -168,7 +177,7 @@ class AnswerRenderer:
 
     def _block(self, line: str) -> Iterator[str]:
         s = self.styles
-        width = max(MIN_WIDTH, self.width() - 1)
+        width = max(MIN_WIDTH, self._columns() - 1)
         if not line.strip():
             if not self._blank:
                 self._blank = True
@@ -214,7 +223,7 @@ class AnswerRenderer:
             self._lexer = None
             self._blank = False
             return
-        width = max(MIN_WIDTH, self.width() - 1) - len(CODE_GUTTER)
+        width = max(MIN_WIDTH, self._columns() - 1) - len(CODE_GUTTER)
         text = line.expandtabs(4)
         pieces = [text[i : i + width] for i in range(0, len(text), width)] or [""]
         for piece in pieces:
@@ -227,7 +236,7 @@ class AnswerRenderer:
             return []
         table, self._table = self._table, []
         self._blank = False
-        return _table_rows(table, self.styles, max(MIN_WIDTH, self.width() - 1))
+        return _table_rows(table, self.styles, max(MIN_WIDTH, self._columns() - 1))
 
 
 # Inline ------------------------------------------------------------------------------
