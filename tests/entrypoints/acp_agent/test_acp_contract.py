@@ -379,3 +379,29 @@ async def test_the_model_is_a_configuration_option_the_editor_switches_between_t
             )
         assert broken.value.code == -32602
     assert client.text() == "the first modelthe second model"
+
+
+async def test_a_model_chosen_while_a_turn_runs_answers_from_the_next_turn(
+    tmp_path: Path, workspace: Path
+) -> None:
+    (tmp_path / "first").mkdir()
+    (tmp_path / "second").mkdir()
+    first = write_script(
+        tmp_path / "first", bash("sleep 1"), saying("the first model ends its turn")
+    )
+    second = write_script(tmp_path / "second", saying("the second model"))
+    client = RecordingClient()
+    flags = ("--model", f"script:{first}", "--models", f"script:{second}", "--approval", "auto")
+    async with treadle_acp(client, tmp_path, *flags) as (conn, _):
+        session_id = await new_session(conn, workspace)
+        running = asyncio.ensure_future(
+            conn.prompt(session_id=session_id, prompt=[text_block("one")])
+        )
+        await client.until(lambda c: "tool_call" in c.kinds())
+        await conn.set_config_option(
+            config_id="model", session_id=session_id, value=f"script:{second}"
+        )
+        assert (await running).stop_reason == "end_turn"
+        assert client.text() == "the first model ends its turn"
+        await conn.prompt(session_id=session_id, prompt=[text_block("two")])
+    assert client.text().endswith("the second model")
