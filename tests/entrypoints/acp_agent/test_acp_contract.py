@@ -350,6 +350,7 @@ async def test_the_model_is_a_configuration_option_the_editor_switches_between_t
     flags = ("--model", f"script:{first}", "--models", f"script:{second},script:nowhere.json")
     async with treadle_acp(client, tmp_path, *flags) as (conn, _):
         session = await conn.new_session(cwd=str(workspace), mcp_servers=[])
+        assert session.config_options is not None
         [option] = session.config_options
         assert (option.id, option.category, option.current_value) == (
             "model",
@@ -366,7 +367,7 @@ async def test_the_model_is_a_configuration_option_the_editor_switches_between_t
         changed = await conn.set_config_option(
             config_id="model", session_id=session_id, value=f"script:{second}"
         )
-        assert changed.config_options[0].current_value == f"script:{second}"
+        assert changed is not None and changed.config_options[0].current_value == f"script:{second}"
         await conn.prompt(session_id=session_id, prompt=[text_block("two")])
         with pytest.raises(RequestError) as unknown:  # a model not offered
             await conn.set_config_option(
