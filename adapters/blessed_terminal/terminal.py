@@ -135,6 +135,7 @@ class BlessedTerminal:
         self.answer = AnswerRenderer(MarkdownStyles.of(self.term), lambda: self.screen.width)
         self.prompts = Prompts(self.term, self.screen, self.styles, self.view, self)
         self.prompts.can_answer = input_fd is not None
+        self.prompts.clock = now
         self.keyboard = (
             Keyboard(self.term, input_fd, self.press, self.leave_now)
             if input_fd is not None

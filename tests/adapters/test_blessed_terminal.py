@@ -809,6 +809,7 @@ async def test_a_question_is_not_answered_by_what_was_typed_ahead(rig: Rig) -> N
     asking = asyncio.create_task(rig.terminal.ask_question("Which file?"))
     await asyncio.sleep(0)
     assert rig.screen().cursor_row == "answer ›"
+    rig.time.now += 1.0  # the question is read
     typed(rig, "a.py\n")
     assert await asyncio.wait_for(asking, 1) == "a.py"
     assert rig.lines[-1] == "› later"
@@ -917,3 +918,40 @@ async def test_ctrl_o_at_a_question_shows_the_results_only_after_its_answer(rig:
     lines = rig.lines
     answered = lines.index("answer › yes")
     assert lines[answered + 1] == "▸ bash seq 30 · in full, as the model read it"
+
+
+async def test_keys_typed_ahead_as_an_approval_appears_are_the_lines_not_an_answer(
+    rig: Rig,
+) -> None:
+    rig.terminal.can_answer = True
+    rig.start()
+    typed(rig, "an")  # typing the next task as the turn runs
+    rig.time.now += 0.1
+    asking = asyncio.create_task(rig.terminal.ask_approval(ApprovalRequest("bash", "ls", "ls")))
+    await asyncio.sleep(0)
+    for key in "d then ":  # the person has not read the question yet: no "always"
+        rig.time.now += 0.1
+        rig.terminal.press(key)
+    await asyncio.sleep(0)
+    assert not asking.done()
+    rig.time.now += 1.0  # a pause: the question is read, the next key answers it
+    rig.terminal.press("y")
+    assert await asyncio.wait_for(asking, 1) == "yes"
+    assert rig.terminal.prompts.typed == "" and rig.lines[-1] == "› and then"
+
+
+async def test_an_enter_typed_ahead_as_a_question_appears_queues_the_line_not_an_answer(
+    rig: Rig,
+) -> None:
+    rig.terminal.can_answer = True
+    rig.start()
+    typed(rig, "run the")
+    asking = asyncio.create_task(rig.terminal.ask_question("Which file?"))
+    await asyncio.sleep(0)
+    rig.time.now += 0.2
+    typed(rig, " tests\n")
+    await asyncio.sleep(0)
+    assert not asking.done() and rig.terminal.prompts.queued == ["run the tests"]
+    rig.time.now += 1.0
+    typed(rig, "a.py\n")
+    assert await asyncio.wait_for(asking, 1) == "a.py"
