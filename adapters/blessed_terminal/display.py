@@ -161,6 +161,13 @@ class RunningTool:
     started: float
     output: tuple[str, ...] = ()
     """Its last lines of output (a command's), newest last."""
+    subagent: str = ""
+    """The sub-agent an ``agent`` call runs, once it started."""
+    asked_at: float | None = None
+    """Since when the person is asked on the sub-agent's behalf: its clock stands."""
+
+    def elapsed(self, now: float) -> float:
+        return (now if self.asked_at is None else self.asked_at) - self.started
 
 
 @dataclass
@@ -320,7 +327,10 @@ class TurnView:
                 return [s.yellow("↻ " + describe_event(event)[0])]
             case RetryScheduled() | ContinuationRequested():
                 return [s.yellow(line) for line in describe_event(event)]
-            case SubAgentStarted() | SubAgentFinished():
+            case SubAgentStarted(name=name):
+                self._link(name, event.agent)
+                return [s.magenta(line) for line in describe_event(event)]
+            case SubAgentFinished():
                 return [s.magenta(line) for line in describe_event(event)]
             case SubAgentProgress():
                 return [s.dim(line) for line in describe_event(event)]
@@ -333,6 +343,32 @@ class TurnView:
             case WindowFilled() | ContextWindowKnown():
                 return [s.yellow(line) for line in describe_event(event)]
         return []
+
+    def _link(self, subagent: str, caller: str) -> None:
+        """The sub-agent started is run by its caller's ``agent`` call not linked yet."""
+        for tool in reversed(self.running.values()):
+            if tool.name == "agent" and tool.agent == caller and not tool.subagent:
+                tool.subagent = subagent
+                return
+
+    def person_asked(self, agent: str, now: float) -> None:
+        """The person is asked on ``agent``'s behalf: the calls that run it (and the
+        agents above it) stop their clocks until :meth:`person_answered`, as the
+        sub-agents' own clocks do (their time on the person is not theirs)."""
+        for tool in self.running.values():
+            runs_it = agent == tool.subagent or agent.startswith(tool.subagent + "/")
+            if tool.subagent and runs_it and tool.asked_at is None:
+                tool.asked_at = now
+
+    def person_answered(self, now: float) -> None:
+        for tool in self.running.values():
+            if tool.asked_at is not None:
+                tool.started += now - tool.asked_at
+                tool.asked_at = None
+
+    def asking_agent(self) -> str:
+        """The agent whose ``ask`` call is running (the one asking a question now)."""
+        return next((tool.agent for tool in self.running.values() if tool.name == "ask"), "")
 
     def _plan_lines(self, event: PlanUpdated) -> list[str]:
         s = self.styles
@@ -462,7 +498,7 @@ class TurnView:
         for tool in listed:
             tag = f"[{tool.agent}] " if tool.agent else ""
             head = f"{frame} {tag}{tool.name} "
-            tail = f" · {format_elapsed(now - tool.started)}"
+            tail = f" · {format_elapsed(tool.elapsed(now))}"
             room = width - 1 - cell_width(head) - cell_width(tail)
             summary = fit(one_line(tool.summary, 1_000), max(0, room))
             tag = s.magenta(tag) if tag else ""

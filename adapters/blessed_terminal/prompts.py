@@ -210,7 +210,7 @@ class Prompts:
     async def ask_approval(self, request: ApprovalRequest) -> ApprovalAnswer | None:
         if not self.can_answer:
             return None
-        async with self._lock(), self._question():
+        async with self._lock(), self._question(request.agent):
             s = self.styles
             lines, folded_away = folded(request.summary)
             # The change a write would make is part of what is asked, whole: folded
@@ -266,7 +266,7 @@ class Prompts:
     async def ask_question(self, question: str) -> str | None:
         if not self.can_answer:
             return None
-        async with self._lock(), self._question():
+        async with self._lock(), self._question(self.view.asking_agent()):
             s = self.styles
             asked = s.yellow("? ") + s.bold(one_line(question, 4_000))
             self.screen.write_lines(wrap_rows([asked], self.screen.width))
@@ -403,10 +403,13 @@ class Prompts:
             self.live.redraw()
 
     @contextlib.asynccontextmanager
-    async def _question(self) -> AsyncIterator[None]:
-        """While a question waits for the person, the status line says so, and the
-        expand key waits for the answer: it never prints between a question and it."""
+    async def _question(self, agent: str = "") -> AsyncIterator[None]:
+        """While a question waits for the person, the status line says so, the expand
+        key waits for the answer (it never prints between a question and it), and the
+        clocks of the calls running the sub-agent ``agent`` stand."""
         self._questions += 1
+        if agent:
+            self.view.person_asked(agent, self.clock())
         # Shown with the question's own first draw: a status that said so before the
         # question was written would show a screen that is not there yet.
         before, self.view.activity = self.view.activity, "waiting for your answer"
@@ -414,6 +417,8 @@ class Prompts:
             yield
         finally:
             self._questions -= 1
+            if agent:
+                self.view.person_answered(self.clock())
             if not self._questions:
                 if self.view.activity == "waiting for your answer":
                     self.view.activity = before

@@ -955,3 +955,49 @@ async def test_an_enter_typed_ahead_as_a_question_appears_queues_the_line_not_an
     rig.time.now += 1.0
     typed(rig, "a.py\n")
     assert await asyncio.wait_for(asking, 1) == "a.py"
+
+
+AGENT = ToolCall("call_9", "agent", json.dumps({"task": "survey sizes"}))
+
+
+@pytest.mark.parametrize("asker", ["agent-1", "agent-1/agent-1"])
+async def test_a_sub_agents_call_stops_its_clock_while_the_person_is_asked_for_it(
+    rig: Rig, asker: str
+) -> None:
+    rig.terminal.can_answer = True
+    rig.start()
+    rig.terminal.show(ToolStarted(AGENT, "survey sizes"))
+    rig.terminal.show(SubAgentStarted("agent-1", "survey sizes", 30, 600))
+    if asker != "agent-1":  # a sub-agent of the sub-agent asks: its caller waits too
+        rig.terminal.show(ToolStarted(SLEEP, "sleep 1", agent="agent-1"))
+    rig.time.now += 2.0
+    request = ApprovalRequest("bash", "du -a .", "du", agent=asker)
+    asking = asyncio.create_task(rig.terminal.ask_approval(request))
+    await asyncio.sleep(0)
+
+    def agent_row() -> str:
+        rig.terminal.redraw()
+        return next(row for row in rig.lines if "agent survey sizes" in row)
+
+    rig.time.now += 40.0  # the person takes their time
+    assert agent_row().endswith("· 2.0 s")
+    rig.terminal.press("y")
+    assert await asyncio.wait_for(asking, 1) == "yes"
+    rig.time.now += 1.0
+    assert agent_row().endswith("· 3.0 s")  # the time it worked, not the time it waited
+
+
+async def test_another_sub_agents_clock_runs_on_while_the_person_is_asked(rig: Rig) -> None:
+    rig.terminal.can_answer = True
+    rig.start()
+    rig.terminal.show(ToolStarted(AGENT, "survey sizes"))
+    rig.terminal.show(SubAgentStarted("agent-1", "survey sizes", 30, 600))
+    asking = asyncio.create_task(
+        rig.terminal.ask_approval(ApprovalRequest("bash", "du -a .", "du", agent="agent-2"))
+    )
+    await asyncio.sleep(0)
+    rig.time.now += 5.0
+    rig.terminal.redraw()
+    assert next(row for row in rig.lines if "agent survey sizes" in row).endswith("· 5.0 s")
+    rig.terminal.press("y")
+    await asyncio.wait_for(asking, 1)
