@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from acp import RequestError, text_block
+from acp import PROTOCOL_VERSION, RequestError, text_block
 from acp.schema import McpServerStdio
 
 from tests.entrypoints.acp_agent.acp_client import RecordingClient, treadle_acp
@@ -406,3 +406,21 @@ async def test_a_model_chosen_while_a_turn_runs_answers_from_the_next_turn(
         assert client.text() == "the first model ends its turn"
         await conn.prompt(session_id=session_id, prompt=[text_block("two")])
     assert client.text().endswith("the second model")
+
+
+async def test_initialize_settles_on_a_version_both_speak_and_says_what_treadle_offers(
+    tmp_path: Path,
+) -> None:
+    script = write_script(tmp_path, saying("hello"))
+    async with treadle_acp(RecordingClient(), tmp_path, "--model", f"script:{script}") as (
+        conn,
+        _,
+    ):
+        newer = await conn.initialize(protocol_version=PROTOCOL_VERSION + 5)
+        same = await conn.initialize(protocol_version=PROTOCOL_VERSION)
+    assert newer.protocol_version == same.protocol_version == PROTOCOL_VERSION
+    capabilities = same.agent_capabilities
+    assert capabilities is not None and capabilities.load_session
+    assert capabilities.prompt_capabilities is not None
+    assert capabilities.prompt_capabilities.embedded_context
+    assert same.agent_info is not None and same.agent_info.name == "treadle"
