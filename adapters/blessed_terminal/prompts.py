@@ -131,6 +131,7 @@ class Prompts:
         self.clock: Callable[[], float] = time.monotonic
         """The display's clock, for :data:`TYPING_ON`."""
         self._typed_at = -math.inf  # when a key was last typed ahead
+        self._leave_ahead = False  # Ctrl-D typed ahead on an empty line
         self._expand_after_question = False
 
     @property
@@ -162,6 +163,9 @@ class Prompts:
         ended, and Up on an empty line takes the last one queued back to edit."""
         editor = self._task_editor
         self._typed_at = self.clock()
+        # Ctrl-D on an empty line typed ahead leaves once the turn has ended, as a
+        # shell's typeahead does; a key typed after it takes that back.
+        self._leave_ahead = key == Key.CTRL_D and not editor.text and not self.queued
         if key == Key.ENTER:
             if editor.text.strip() and len(self.queued) < MAX_QUEUED:
                 self.queued.append(editor.take())
@@ -281,6 +285,9 @@ class Prompts:
         says how to leave (a second one leaves at once: the terminal's router sees to it).
         """
         label = self.styles.bold(self.styles.cyan(prompt))
+        if self._leave_ahead:  # Ctrl-D typed ahead, as the turn ended or before
+            self._leave_ahead = False
+            return None
         if self.queued:  # typed during the turn that just ended: sent now
             text = self.queued.pop(0)
             self.screen.write_lines(wrap_rows([label + printable(text)], self.screen.width))

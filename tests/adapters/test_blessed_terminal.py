@@ -1001,3 +1001,21 @@ async def test_another_sub_agents_clock_runs_on_while_the_person_is_asked(rig: R
     assert next(row for row in rig.lines if "agent survey sizes" in row).endswith("· 5.0 s")
     rig.terminal.press("y")
     await asyncio.wait_for(asking, 1)
+
+
+async def test_ctrl_d_typed_ahead_on_an_empty_line_leaves_once_the_turn_ended(rig: Rig) -> None:
+    rig.start()
+    rig.terminal.press(Key.CTRL_D)  # pressed as the answer came, before the prompt is back
+    rig.terminal.show(ended(TurnOutcome(OutcomeKind.FINISHED)))
+    assert await asyncio.wait_for(rig.terminal.read_task(), 1) is None
+
+
+async def test_a_key_after_a_ctrl_d_typed_ahead_takes_the_leaving_back(rig: Rig) -> None:
+    rig.start()
+    typed(rig, "x")
+    rig.terminal.press(Key.CTRL_D)  # not an empty line: a delete, not a leaving
+    rig.terminal.press(Key.BACKSPACE)
+    rig.terminal.press(Key.CTRL_D)
+    typed(rig, "go on\n")
+    rig.terminal.show(ended(TurnOutcome(OutcomeKind.FINISHED)))
+    assert await asyncio.wait_for(rig.terminal.read_task(), 1) == "go on"
