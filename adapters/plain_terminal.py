@@ -299,12 +299,12 @@ class PlainTerminal:
         if isinstance(event, AnswerDelta):
             if not event.agent and event.text:
                 text = printable(event.text)
-                if self._wrap is not None:
-                    self._write(self._wrap.feed(text))
-                    self._mid_line = self._wrap.mid_line
-                else:
-                    self._write(text)
-                    self._mid_line = not text.endswith("\n") if text else self._mid_line
+                if self._held and "\n" in text:  # the line a note waited for ends here
+                    line_end, text = text.split("\n", 1)
+                    self._answer_text(line_end + "\n")
+                    lines, self._held = self._held, []
+                    self._write("\n".join(lines) + "\n")
+                self._answer_text(text)
             return
         lines = describe_event(event)
         if not lines:
@@ -323,6 +323,14 @@ class PlainTerminal:
         thought = "thinking: " + held.lstrip() + "\n" if held else ""
         self._write(("\n" if self._mid_line else "") + thought + "\n".join(lines) + "\n")
         self._mid_line = False
+
+    def _answer_text(self, text: str) -> None:
+        if self._wrap is not None:
+            self._write(self._wrap.feed(text))
+            self._mid_line = self._wrap.mid_line
+        elif text:
+            self._write(text)
+            self._mid_line = not text.endswith("\n")
 
     def _reasoning(self, text: str) -> None:
         """Reasoning goes on a line of its own, after ``thinking:``, its lines indented;
