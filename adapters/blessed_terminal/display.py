@@ -401,8 +401,8 @@ class TurnView:
     def _tool_lines(self, event: ToolFinished) -> list[str]:
         s = self.styles
         tool = self.running.pop(event.call.id, None)
-        if event.call.name in QUIET_TOOLS and not event.is_error:
-            return []
+        if event.call.name in QUIET_TOOLS and event.mark is ToolMark.DONE:
+            return []  # a sub-agent stopped at its deadline keeps its ■ line
         # A sub-agent's calls stay too, under its name: what its commands printed, what
         # its writes changed.
         tag = f"[{one_line(event.agent, 64)}] " if event.agent else ""

@@ -34,7 +34,7 @@ from treadle.domain.values.events import (
     UsageUpdated,
 )
 from treadle.domain.values.outcome import FailureKind, OutcomeKind, TurnOutcome
-from treadle.domain.values.tools import ApprovalRequest, Declined
+from treadle.domain.values.tools import ApprovalRequest, Declined, ToolEnding
 
 WIDTH, HEIGHT = 100, 20
 BASH = ToolCall("call_1", "bash", json.dumps({"command": "ls -la"}))
@@ -1019,3 +1019,15 @@ async def test_a_key_after_a_ctrl_d_typed_ahead_takes_the_leaving_back(rig: Rig)
     typed(rig, "go on\n")
     rig.terminal.show(ended(TurnOutcome(OutcomeKind.FINISHED)))
     assert await asyncio.wait_for(rig.terminal.read_task(), 1) == "go on"
+
+
+def test_a_sub_agent_stopped_at_its_deadline_is_marked_stopped_not_done(rig: Rig) -> None:
+    rig.start()
+    rig.terminal.show(ToolStarted(AGENT, "survey sizes"))
+    rig.terminal.show(ToolFinished(AGENT, "deadline", False, 3.5, ending=ToolEnding.DEADLINE))
+    done = ToolCall("call_8", "agent", json.dumps({"task": "count files"}))
+    rig.terminal.show(ToolStarted(done, "count files"))
+    rig.terminal.show(ToolFinished(done, "finished", False, 1.0))  # done: no line of its own
+    lines = rig.lines
+    assert "■ agent survey sizes · deadline · 3.5 s" in lines
+    assert not any(line.startswith("✓ agent") for line in lines)
