@@ -263,6 +263,7 @@ class PlainTerminal:
             from treadle.adapters.word_wrap import WordWrap
 
             self._wrap = WordWrap(width)
+        self._width = width
         self._mid_line = False
         self._held: list[str] = []
         self.verbose = verbose
@@ -319,6 +320,10 @@ class PlainTerminal:
             self._write(self._wrap.flush())
             self._wrap.feed("\n")  # the lines below start a row of their own
         lines, self._held = self._held + lines, []
+        if self._width is not None:  # on a terminal, broken between words as the answer
+            from treadle.adapters.log_wrap import wrap_rows
+
+            lines = wrap_rows(lines, self._width(), margin=0)
         held, self._held_thought = "".join(self._held_thought), []
         thought = "thinking: " + held.lstrip() + "\n" if held else ""
         self._write(("\n" if self._mid_line else "") + thought + "\n".join(lines) + "\n")

@@ -31,7 +31,6 @@ from typing import Any, assert_never
 
 from treadle.adapters.blessed_terminal.display import Styles, TurnView, diff_lines, resumed_lines
 from treadle.adapters.blessed_terminal.keyboard import Keyboard
-from treadle.adapters.blessed_terminal.log_wrap import wrap_rows
 from treadle.adapters.blessed_terminal.markdown import AnswerRenderer, MarkdownStyles
 from treadle.adapters.blessed_terminal.prompts import Prompts
 from treadle.adapters.blessed_terminal.screen import (
@@ -40,6 +39,7 @@ from treadle.adapters.blessed_terminal.screen import (
     Screen,
 )
 from treadle.adapters.leave_now import LeaveNow
+from treadle.adapters.log_wrap import wrap_rows
 from treadle.domain.rules import keys
 from treadle.domain.rules.interrupts import CtrlC
 from treadle.domain.rules.keys import Mode, route

@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from treadle.adapters.blessed_terminal.screen import cell_width
+from treadle.adapters.word_wrap import width_of as cell_width
 
 _ESCAPE = re.compile(r"\x1b\[[0-9;:?]*[ -/]*[@-~]|\x1b[()][A-Za-z0-9]")
 _RESET = re.compile(r"\x1b\[0*m")
@@ -35,10 +35,10 @@ _GLUED = re.compile(r"(?<=\d) (?=m?s\b)| · (?=\S)")
 _HELD = "\u00a0"
 
 
-def wrap_rows(lines: Sequence[str], width: int) -> list[str]:
-    """``lines`` as rows of at most ``width - 1`` columns (the last column is left free,
-    as for every row of the screen), each broken between words."""
-    room = width - 1
+def wrap_rows(lines: Sequence[str], width: int, *, margin: int = 1) -> list[str]:
+    """``lines`` as rows of at most ``width - margin`` columns (the full screen leaves
+    its last column free, ``--print`` does not), each broken between words."""
+    room = width - margin
     if room < 10:  # narrower than any word: the terminal breaks what it must
         return list(lines)
     rows: list[str] = []
