@@ -8,6 +8,8 @@ import json
 
 import pytest
 from blessed import Terminal
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tests.adapters.vt_emulator import VirtualScreen
 from treadle.adapters.blessed_terminal import BlessedTerminal
@@ -1031,3 +1033,54 @@ def test_a_sub_agent_stopped_at_its_deadline_is_marked_stopped_not_done(rig: Rig
     lines = rig.lines
     assert "■ agent survey sizes · deadline · 3.5 s" in lines
     assert not any(line.startswith("✓ agent") for line in lines)
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.integers(20, 300), min_size=1, max_size=6), st.booleans())
+def test_after_any_resizes_between_20_and_300_columns_one_status_row_and_nothing_stale(
+    widths: list[int], approving: bool
+) -> None:
+    """While an answer streams, or while an approval waits (a turn never does both)."""
+    import pyte
+
+    async def run() -> None:
+        rig = Rig()
+        rig.terminal.can_answer = True
+        screen = pyte.Screen(WIDTH, HEIGHT)
+        stream = pyte.Stream(screen)
+        fed = 0
+
+        def shown() -> list[str]:
+            nonlocal fed
+            rig.terminal.screen.flush()
+            stream.feed(rig.out.getvalue()[fed:])
+            fed = len(rig.out.getvalue())
+            return [row.rstrip() for row in screen.display]
+
+        rig.start()
+        rig.terminal.show(ToolStarted(SLEEP, "sleep 30"))
+        asking = None
+        if approving:
+            request = ApprovalRequest("bash", "rm -rf build", "rm")
+            asking = asyncio.create_task(rig.terminal.ask_approval(request))
+            await asyncio.sleep(0)
+        for width in widths:
+            rig.term.columns = width
+            screen.resize(HEIGHT, width)
+            if not approving:
+                rig.terminal.show(AnswerDelta("The check ran over **every module** and "))
+            rig.time.now += 0.1
+            rig.terminal.redraw()
+            rows = shown()
+            status = [row for row in rows if row.startswith(("writ", "wait"))]
+            assert len(status) == 1, rows
+            live = [row for row in rows if row in status or "[y]es" in row or "sle" in row]
+            assert all(len(row) < width for row in live), rows
+            assert sum("[y]es" in row for row in rows) == approving, rows
+            assert not [row for row in rows if "tokens" in row and row not in status], rows
+            assert not [row for row in rows if "**" in row], rows  # the live line rendered
+        if asking is not None:
+            rig.terminal.press("y")
+            await asyncio.wait_for(asking, 1)
+
+    asyncio.run(run())
