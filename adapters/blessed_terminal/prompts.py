@@ -117,7 +117,7 @@ class Prompts:
         self.live = live
         self.can_answer = False
         self.queued: list[str] = []
-        self._choice: str | None = None  # the choices' row while one is read
+        self._choice: str | None = None  # the choices' row while one is read (plain)
         # Keys given to the prompt being read, or kept ahead of the next one.
         self._keys: asyncio.Queue[str] = asyncio.Queue()
         self._keys_loop: asyncio.AbstractEventLoop | None = None
@@ -192,9 +192,10 @@ class Prompts:
             s.dim(QUEUED) + fit(_one_row(text), max(1, width - 1 - len(QUEUED)))
             for text in self.queued
         ]
-        if self._choice is not None:
-            rows.append(self._choice)
-            return rows, cell_width(self.term.strip_seqs(self._choice)), 0
+        if self._choice is not None:  # fitted to the width of each draw (a resize)
+            shown = fit(self._choice, max(1, width - 2))
+            rows.append(s.yellow(shown))
+            return rows, cell_width(shown), 0
         if self._line is not None:
             label, label_width, editor = self._line.label, self._line.label_width, self._line.editor
         elif not self._reading and self._task_editor.text:
@@ -241,7 +242,7 @@ class Prompts:
                 if request.prefix
                 else f"[y]es · [n]o · {view}› ".replace(" · ›", " ›")
             )
-            row = s.yellow(fit(choices, self.screen.width - 2))
+            row = choices  # fitted and coloured as it is drawn
             choice = await self._read_choice(row, always=bool(request.prefix), view=folded_away)
             while choice == VIEW_ALL:
                 self.screen.write_lines(
