@@ -42,9 +42,22 @@ HELD_BECAUSE: dict[TrustState, str] = {
 }
 
 
-def needs_trust(key: str, value: object) -> bool:
-    """Whether a project file may set ``key`` to ``value`` only in a trusted folder."""
+WIDENING = {"sandbox_network": ("off", "allowlist", "on")}
+"""Keys whose ``safe`` values are ordered narrowest first: a project file's counts
+untrusted only when it is no wider than what the user chose (``allowlist`` lets out
+the user's list, which ``off`` did not)."""
+KEEPING = ("network_deny",)
+"""Lists a project file's value replaces: it counts untrusted only when it keeps every
+entry of the user's (``network_deny = []`` would let out what the user denied)."""
+
+
+def needs_trust(key: str, value: object, current: AppConfig | None = None) -> bool:
+    """Whether a project file may set ``key`` to ``value`` only in a trusted folder;
+    ``current`` is what the layers before it (the user's file) say."""
     spec = KEYS[key]
+    if current is not None and key in KEEPING:
+        kept = getattr(current, key)
+        return not set(kept) <= set(value if isinstance(value, list | tuple) else ())
     match spec.trust:
         case "free":
             return False
@@ -53,6 +66,10 @@ def needs_trust(key: str, value: object) -> bool:
         case "raise":
             return isinstance(value, int | float) and value > getattr(AppConfig(), key)
         case "unless":
+            order = WIDENING.get(key, ())
+            before = getattr(current, key, None) if current is not None else None
+            if before in order and value in order:
+                return value not in spec.safe or order.index(value) > order.index(before)
             return value not in spec.safe
         case "starting":
             return isinstance(value, str) and value.startswith(spec.risky)
@@ -118,10 +135,11 @@ def trust_folder(workspace: str, environ: Mapping[str, str]) -> Path:
 
 
 def trusted_values(
-    values: dict[str, Any], state: TrustState
+    values: dict[str, Any], state: TrustState, current: AppConfig | None = None
 ) -> tuple[dict[str, Any], tuple[str, ...]]:
-    """The project file's values that count, and the keys held back."""
-    held = tuple(key for key, value in values.items() if needs_trust(key, value))
+    """The project file's values that count, and the keys held back; ``current`` is
+    the configuration before the file's layer."""
+    held = tuple(key for key, value in values.items() if needs_trust(key, value, current))
     if not held or state == "trusted":
         return values, ()
     return {key: value for key, value in values.items() if key not in held}, held

@@ -545,3 +545,32 @@ def test_treadle_config_says_what_was_held_back_and_trust_lets_it_in(tmp_path: P
     assert f"treadle trust {os.path.realpath(work)}" in before.stdout
     assert trusted.returncode == 0 and "Trusted" in trusted.stdout
     assert '"https://collector.example/v1"' in after.stdout and "ignored" not in after.stdout
+
+
+@pytest.mark.parametrize(
+    ("user", "project", "held", "network", "deny"),
+    [
+        # what the user chose is the bound: allowlist is wider than off
+        ('sandbox_network = "off"', 'sandbox_network = "allowlist"', True, "off", ()),
+        ('sandbox_network = "allowlist"', 'sandbox_network = "off"', False, "off", ()),
+        # a deny list the project's replaces must keep every entry of the user's
+        ('network_deny = ["gist.github.com"]', "network_deny = []", True, "on",
+         ("gist.github.com",)),
+        ('network_deny = ["gist.github.com"]', 'network_deny = ["evil.test"]', True, "on",
+         ("gist.github.com",)),
+        ('network_deny = ["gist.github.com"]', 'network_deny = ["gist.github.com", "x.test"]',
+         False, "on", ("gist.github.com", "x.test")),
+    ],
+)  # fmt: skip
+def test_a_project_file_narrows_the_network_from_what_the_user_chose_never_widens_it(
+    places: tuple[Path, Path, dict[str, str]],
+    user: str,
+    project: str,
+    held: bool,
+    network: str,
+    deny: tuple[str, ...],
+) -> None:
+    app = load(places, user=user, project=project)
+
+    assert bool(app.held_back) is held, app.held_back
+    assert (app.sandbox_network, app.network_deny) == (network, deny)
