@@ -496,3 +496,26 @@ def _reaches(port: int) -> bool:
     except OSError:
         return False
     return True
+
+
+@pytest.mark.parametrize("spawner", STARTS)
+async def test_off_refuses_io_uring_and_a_32_bit_system_call_and_x32_sockets(
+    workspace: Path, spawner: bool
+) -> None:
+    """io_uring makes sockets without socket(); the x32 ABI numbers socket differently
+    (held by the filter; i386's int 0x80 needs a compiler, tried by hand: EACCES)."""
+    command = python("""
+        import ctypes
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.syscall.restype = ctypes.c_long
+        params = ctypes.create_string_buffer(120)
+        for name, number, args in (
+            ("io_uring", 425, (ctypes.c_uint(4), params)),
+            ("x32 socket", 0x40000000 + 41, (ctypes.c_int(2), ctypes.c_int(2), ctypes.c_int(0))),
+        ):
+            result = libc.syscall(ctypes.c_long(number), *args)
+            print(name, result, ctypes.get_errno())
+        """)
+    result = await run(command, sandbox(workspace, "off"), workspace, spawner)
+    assert "io_uring -1 13" in result.output, result.output
+    assert "x32 socket -1 13" in result.output, result.output
