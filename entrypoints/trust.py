@@ -51,13 +51,26 @@ KEEPING = ("network_deny",)
 entry of the user's (``network_deny = []`` would let out what the user denied)."""
 
 
-def needs_trust(key: str, value: object, current: AppConfig | None = None) -> bool:
+LOWERING = ("max_cost", "max_tokens_total", "max_requests", "max_time")
+"""Spending limits: a project file's counts untrusted only when it is no higher than
+the user's (where the user set none, any limit narrows)."""
+
+
+def needs_trust(
+    key: str, value: object, current: AppConfig | None = None, workspace: str | None = None
+) -> bool:
     """Whether a project file may set ``key`` to ``value`` only in a trusted folder;
-    ``current`` is what the layers before it (the user's file) say."""
+    ``current`` is what the layers before it (the user's file) say, ``workspace`` the
+    folder whose file it is."""
     spec = KEYS[key]
     if current is not None and key in KEEPING:
         kept = getattr(current, key)
         return not set(kept) <= set(value if isinstance(value, list | tuple) else ())
+    if current is not None and key in LOWERING:
+        before = getattr(current, key)
+        return before is not None and isinstance(value, int | float) and value > before
+    if key == "output_schema" and workspace is not None:  # it goes to the model
+        return not _inside(workspace, str(value))
     match spec.trust:
         case "free":
             return False
@@ -134,12 +147,23 @@ def trust_folder(workspace: str, environ: Mapping[str, str]) -> Path:
     return path
 
 
+def _inside(workspace: str, path: str) -> bool:
+    """Whether ``path`` (relative to ``workspace``), its links followed, is in it."""
+    root = os.path.realpath(workspace)
+    return os.path.commonpath([root, os.path.realpath(os.path.join(root, path))]) == root
+
+
 def trusted_values(
-    values: dict[str, Any], state: TrustState, current: AppConfig | None = None
+    values: dict[str, Any],
+    state: TrustState,
+    current: AppConfig | None = None,
+    workspace: str | None = None,
 ) -> tuple[dict[str, Any], tuple[str, ...]]:
     """The project file's values that count, and the keys held back; ``current`` is
-    the configuration before the file's layer."""
-    held = tuple(key for key, value in values.items() if needs_trust(key, value, current))
+    the configuration before the file's layer, ``workspace`` the file's folder."""
+    held = tuple(
+        key for key, value in values.items() if needs_trust(key, value, current, workspace)
+    )
     if not held or state == "trusted":
         return values, ()
     return {key: value for key, value in values.items() if key not in held}, held
