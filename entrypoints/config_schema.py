@@ -256,7 +256,6 @@ KEYS: dict[str, Key] = {
         "prices",
         'dollars per million tokens, as [prices."MODEL"] tables (files only): '
         "input, output, cache_read, cache_write",
-        trust="always",  # prices of nothing would let a cost limit be spent without end
     ),
     # Commands the kernel confines (issue 14).
     "sandbox": Key(

@@ -69,6 +69,14 @@ def needs_trust(
     if current is not None and key in LOWERING:
         before = getattr(current, key)
         return before is not None and isinstance(value, int | float) and value > before
+    if current is not None and key == "prices" and isinstance(value, Mapping):
+        return any(  # a price lowered would let a cost limit be spent past its sum
+            isinstance(price, int | float)
+            and price < current.prices.get(model, {}).get(name, price)
+            for model, table in value.items()
+            if isinstance(table, Mapping)
+            for name, price in table.items()
+        )
     if key == "output_schema" and workspace is not None:  # it goes to the model
         return not _inside(workspace, str(value))
     match spec.trust:

@@ -589,8 +589,9 @@ PRICED = '\nmodel = "demo"\n[prices."demo"]\ninput = 1.0\noutput = 2.0\n'
         ("max_tokens_total = 100", "max_tokens_total = 100000", True),
         ('max_time = "1m"', 'max_time = "1h"', True),
         ('max_time = "1h"', 'max_time = "1m"', False),
-        # prices of nothing would let a cost limit be spent without end
-        ("", '[prices."demo"]\ninput = 0.0\noutput = 0.0', True),
+        # prices lowered below the user's would let a cost limit be spent past its sum
+        (PRICED, '[prices."demo"]\ninput = 0.0\noutput = 0.0', True),
+        (PRICED, '[prices."demo"]\noutput = 3.0', False),
         # an answer's schema goes to the model: a file outside the folder is not the repo's
         ("", 'output_schema = "/home/someone/.docker/config.json"', True),
         ("", 'output_schema = "../outside.json"', True),
