@@ -321,6 +321,7 @@ class PlainTerminal:
             from treadle.adapters.word_wrap import WordWrap
 
             self._wrap = WordWrap(width)
+        self._width = width
         self._mid_line = False
         self._held: list[str] = []
         self.verbose = verbose
@@ -358,19 +359,17 @@ class PlainTerminal:
             self._thinking = self._mid_line = False
         if type(event) is AnswerDelta:
             if not event.agent and event.text:
-                self._answer(printable(event.text))
+                text = printable(event.text)
+                if self._held and "\n" in text:  # the line a note waited for ends here
+                    line_end, text = text.split("\n", 1)
+                    self._answer_text(line_end + "\n")
+                    lines, self._held = self._held, []
+                    self._write("\n".join(lines) + "\n")
+                self._answer_text(text)
             return
         lines = describe_event(event)
         if lines:
             self._lines(event, lines)
-
-    def _answer(self, text: str) -> None:
-        if self._wrap is not None:
-            self._write(self._wrap.feed(text))
-            self._mid_line = self._wrap.mid_line
-        else:
-            self._write(text)
-            self._mid_line = not text.endswith("\n") if text else self._mid_line
 
     def _lines(self, event: TurnEvent, lines: list[str]) -> None:
         if isinstance(event, TurnEnded) and event.outcome.resumable:
@@ -383,10 +382,22 @@ class PlainTerminal:
             self._write(self._wrap.flush())
             self._wrap.feed("\n")  # the lines below start a row of their own
         lines, self._held = self._held + lines, []
+        if self._width is not None:  # on a terminal, broken between words as the answer
+            from treadle.adapters.log_wrap import wrap_rows
+
+            lines = wrap_rows(lines, self._width(), margin=0)
         held, self._held_thought = "".join(self._held_thought), []
         thought = "thinking: " + held.lstrip() + "\n" if held else ""
         self._write(("\n" if self._mid_line else "") + thought + "\n".join(lines) + "\n")
         self._mid_line = False
+
+    def _answer_text(self, text: str) -> None:
+        if self._wrap is not None:
+            self._write(self._wrap.feed(text))
+            self._mid_line = self._wrap.mid_line
+        elif text:
+            self._write(text)
+            self._mid_line = not text.endswith("\n")
 
     def _reasoning(self, text: str) -> None:
         """Reasoning goes on a line of its own, after ``thinking:``, its lines indented;

@@ -3,7 +3,9 @@
 1. A 100,000-token answer is streamed into a pseudo-terminal through
    ``BlessedTerminal.show(AnswerDelta)`` (live status row and all), and the same
    pieces are written straight to the same pseudo-terminal; the figure is the
-   display's throughput as a share of the direct one (target: at least 50 %).
+   display's throughput as a share of the direct one (target: at least 50 %); then the
+   same for an answer in markdown, and the display's CPU time per piece into a sink
+   (steady on a loaded machine, where the pty's figures swing).
 2. ``treadle`` runs in a pseudo-terminal with a command running (``sleep 30``);
    Esc is pressed and the time until ``Turn paused`` is on the screen is taken,
    median of five runs (target: under 200 ms).
@@ -12,6 +14,7 @@
 from __future__ import annotations
 
 import fcntl
+import io
 import json
 import os
 import random
@@ -43,6 +46,31 @@ def streamed_answer(tokens: int = TOKENS, seed: int = 7) -> list[str]:
         word = chooser.choice(WORDS)
         pieces.append(word + ("\n" if number % 13 == 12 else " "))
     return pieces
+
+
+SECTION = (
+    "## Step {n}: the deadline\n\n"
+    "The runner now keeps **what a command printed** when its `deadline` passes, and the "
+    "loop hands it to the model with the reason, as *Esc* does; see [the issue](#22).\n\n"
+    "- `runner.py` keeps the partial output of a stopped command\n"
+    "- the test **fails** on the old code and passes on the new one\n"
+    "  1. a nested item with `code` in it\n\n"
+    "> A quoted note about the change, long enough to wrap at a narrow width.\n\n"
+    "```python\ndef deadline(seconds):\n    return seconds * 2  # the pause\n```\n\n"
+    "| file | change |\n|---|---|\n| runner.py | keeps partial output |\n| test.py | new |\n\n"
+)
+
+
+def streamed_markdown(tokens: int = TOKENS) -> list[str]:
+    """Pieces of an answer in markdown (headings, emphasis, code, lists, a quote, a
+    fence, a table in every section), a word or a mark each, ``tokens`` of them."""
+    pieces: list[str] = []
+    n = 0
+    while len(pieces) < tokens:
+        n += 1
+        for word in SECTION.format(n=n).split(" "):
+            pieces.append(word + " ")
+    return pieces[:tokens]
 
 
 def _drain(leader: int) -> subprocess.Popen[bytes]:
@@ -104,12 +132,12 @@ def _through_the_display(out: TextIO) -> Callable[[str], None]:
     show = terminal.show
     # The events are made before the clock starts, as the strings are for the direct
     # writer: what is measured is the rendering.
-    events = {piece: AnswerDelta(piece) for piece in set(streamed_answer())}
+    events = {piece: AnswerDelta(piece) for piece in {*streamed_answer(), *streamed_markdown()}}
     return lambda piece: show(events[piece])
 
 
-def throughput() -> list[str]:
-    pieces = streamed_answer()
+def throughput(markdown: bool = False) -> list[str]:
+    pieces = streamed_markdown() if markdown else streamed_answer()
     size = sum(len(piece.encode()) for piece in pieces)
     # Interleaved, best of five each: other work on the machine only ever adds time.
     runs = [(_timed(_direct, pieces), _timed(_through_the_display, pieces)) for _ in range(5)]
@@ -117,11 +145,36 @@ def throughput() -> list[str]:
     shown = min(run[1] for run in runs)
     share = direct / shown
     return [
-        f"terminal: {TOKENS:,}-token streamed answer ({size / 1e6:.1f} MB) into a pty: "
+        f"terminal: {TOKENS:,}-token streamed answer{' in markdown' if markdown else ''} "
+        f"({size / 1e6:.1f} MB) into a pty: "
         f"{size / shown / 1e6:.1f} MB/s through BlessedTerminal, "
         f"{size / direct / 1e6:.1f} MB/s written directly: {share:.0%} (target ≥ 50%); "
         f"{(shown - direct) / TOKENS * 1e6:.1f} µs added per piece"
     ]
+
+
+class _Sink(io.StringIO):
+    """A stream that takes every write and keeps nothing."""
+
+    def write(self, text: str) -> int:
+        return len(text)
+
+
+def render_cpu() -> list[str]:
+    """The display's own CPU time per piece (into a sink: no pseudo-terminal, so other
+    work on a loaded machine does not move it), plain and in markdown; best of three."""
+    figures = []
+    for markdown in (False, True):
+        pieces = streamed_markdown() if markdown else streamed_answer()
+        best = float("inf")
+        for _ in range(3):
+            send = _through_the_display(_Sink())
+            started = time.process_time()
+            for piece in pieces:
+                send(piece)
+            best = min(best, time.process_time() - started)
+        figures.append(f"{best / len(pieces) * 1e6:.1f} µs {'markdown' if markdown else 'plain'}")
+    return [f"terminal: CPU time per streamed piece, into a sink: {', '.join(figures)}"]
 
 
 def _esc_to_paused(folder: Path) -> float:
@@ -178,7 +231,7 @@ def esc_latency(runs: int = 5) -> list[str]:
 
 
 def run() -> list[str]:
-    return throughput() + esc_latency()
+    return throughput() + throughput(markdown=True) + render_cpu() + esc_latency()
 
 
 if __name__ == "__main__":

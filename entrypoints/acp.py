@@ -43,8 +43,11 @@ from acp.schema import (
     PromptCapabilities,
     PromptResponse,
     ResourceContentBlock,
+    SessionConfigOptionSelect,
+    SessionConfigSelectOption,
     SessionMode,
     SessionModeState,
+    SetSessionConfigOptionResponse,
     SetSessionModeResponse,
     StopReason,
     TextContentBlock,
@@ -73,6 +76,7 @@ from treadle.entrypoints.container import (
 from treadle.entrypoints.injector import providers
 from treadle.entrypoints.paths import sessions_dir
 from treadle.entrypoints.session import missing_key, new_session_id
+from treadle.ports.model import Model
 
 log = logging.getLogger("treadle.acp")
 
@@ -93,6 +97,9 @@ STOP_REASONS: dict[OutcomeKind, StopReason] = {
 """How a turn's outcome ends an ACP prompt; every one but finished and paused also says
 its line, so that the person sees why."""
 
+MODEL_OPTION = "model"
+"""The id of the session's configuration option that chooses its model."""
+
 STOPPING = 5.0
 """The longest the end waits for the stopped turns to record how they ended."""
 
@@ -111,13 +118,19 @@ class AcpSession:
     terminal: AcpTerminal
     stop: StopSignal | None = None
     turn: asyncio.Task[TurnOutcome] | None = None
+    model: str = ""
+    """The model answering, as the person named it (``--model``, or chosen since)."""
+    next_model: Model | None = None
+    """A model chosen while a turn ran: it answers from the next turn on."""
 
 
 class TreadleAgent:
     """The ACP ``Agent`` side: each request, answered from treadle's sessions."""
 
-    def __init__(self, flags: dict[str, object]) -> None:
+    def __init__(self, flags: dict[str, object], models: Sequence[str] = ()) -> None:
         self.flags = flags
+        self.models = tuple(models)
+        """The models ``--models`` offers the editor, beside each session's own."""
         self.client: Client | None = None
         self.sessions: dict[str, AcpSession] = {}
 
@@ -146,7 +159,9 @@ class TreadleAgent:
     async def new_session(self, cwd: str, mcp_servers: Any = None, **_: Any) -> NewSessionResponse:
         app = with_client_servers(self._config(cwd), mcp_servers or [])
         session = await self._open(app, new_session_id(), resuming=False)
-        return NewSessionResponse(session_id=session.id, modes=self._modes(session))
+        return NewSessionResponse(
+            session_id=session.id, modes=self._modes(session), config_options=self._options(session)
+        )
 
     async def load_session(
         self, cwd: str, session_id: str, mcp_servers: Any = None, **_: Any
@@ -166,7 +181,9 @@ class TreadleAgent:
         session = await self._open(app, found, resuming=True)
         session.terminal.send(*history_updates(list(session.agent.history.messages)))
         await session.terminal.flush()
-        return LoadSessionResponse(modes=self._modes(session))
+        return LoadSessionResponse(
+            modes=self._modes(session), config_options=self._options(session)
+        )
 
     async def set_session_mode(
         self, mode_id: str, session_id: str, **_: Any
@@ -181,6 +198,31 @@ class TreadleAgent:
         await session.terminal.flush()
         return SetSessionModeResponse()
 
+    async def set_config_option(
+        self, config_id: str, session_id: str, value: str | bool, **_: Any
+    ) -> SetSessionConfigOptionResponse:
+        """The editor chose a model: it answers from the next request of a turn not yet
+        started (a turn running goes on with the model it began with)."""
+        session = self._session(session_id)
+        if config_id != MODEL_OPTION:
+            raise RequestError.invalid_params({"configId": config_id, "reason": "no such option"})
+        offered = self._offered(session)
+        if not isinstance(value, str) or value not in offered:
+            reason = f"one of {', '.join(offered)}"
+            raise RequestError.invalid_params({"value": value, "reason": reason})
+        if value != session.model:
+            try:
+                model = session.container.models()(value)
+            except ModelNotConfigured as error:
+                raise RequestError.invalid_params({"value": value, "reason": str(error)}) from None
+            session.model = value
+            if session.stop is None:
+                use_model(session.agent, model)
+            else:
+                session.next_model = model
+            log.info("session %s: the model is now %s", session.id, value)
+        return SetSessionConfigOptionResponse(config_options=self._options(session))
+
     async def prompt(self, prompt: list[Any], session_id: str, **_: Any) -> PromptResponse:
         session = self._session(session_id)
         if session.stop is not None:
@@ -188,6 +230,9 @@ class TreadleAgent:
         task = prompt_text(prompt)
         if not task.strip():
             raise RequestError.invalid_params({"reason": "the prompt holds no text"})
+        if session.next_model is not None:
+            use_model(session.agent, session.next_model)
+            session.next_model = None
         stop = StopSignal()
         session.stop = stop
         session.turn = asyncio.ensure_future(session.agent.run_turn(task, stop))
@@ -251,7 +296,7 @@ class TreadleAgent:
             raise RequestError.internal_error({"reason": "stopped while starting"})
         collect_from_now_on()
         container.leave_now().record = agent.abandon_turn
-        session = AcpSession(session_id, container, agent, terminal)
+        session = AcpSession(session_id, container, agent, terminal, model=app.model)
         self.sessions[session_id] = session
         log.info(
             "session %s %s in %s", session_id, "resumed" if resuming else "opened", app.workspace
@@ -271,6 +316,26 @@ class TreadleAgent:
             current_mode_id=session.agent.settings.approval, available_modes=list(MODES)
         )
 
+    def _offered(self, session: AcpSession) -> list[str]:
+        return list(dict.fromkeys([session.model, *self.models]))
+
+    def _options(self, session: AcpSession) -> list[Any]:
+        """The session's configuration options: its model, among those offered."""
+        choices = [
+            SessionConfigSelectOption(value=name, name=name) for name in self._offered(session)
+        ]
+        return [
+            SessionConfigOptionSelect(
+                type="select",
+                id=MODEL_OPTION,
+                name="Model",
+                category="model",
+                description="the model that answers, from the next turn on",
+                current_value=session.model,
+                options=choices,
+            )
+        ]
+
     async def close(self) -> None:
         """Stop every running turn (its commands with it) and close every session."""
         running = [s for s in self.sessions.values() if s.stop is not None]
@@ -286,6 +351,12 @@ class TreadleAgent:
             with contextlib.suppress(Exception):
                 await end_session(session.container)
         self.sessions.clear()
+
+
+def use_model(agent: Agent, model: Model) -> None:
+    """``model`` answers ``agent`` and the sub-agents it starts from now on."""
+    agent.responder.model = model
+    agent.ports = dataclasses.replace(agent.ports, model=model)
 
 
 CLIENT_SERVERS = "the editor (session/new)"
@@ -356,11 +427,18 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--approval", choices=[mode.id for mode in MODES])
     parser.add_argument("--sandbox", choices=["workspace-write", "read-only", "off"])
     parser.add_argument("--network", dest="sandbox_network", choices=["on", "off", "allowlist"])
+    parser.add_argument(
+        "--models",
+        metavar="M1,M2",
+        help="the models the editor may switch a session to, beside its own (comma-separated)",
+    )
     return parser
 
 
 def run_acp_command(argv: Sequence[str]) -> int:
     args = build_parser().parse_args(list(argv))
+    offered = [name.strip() for name in (args.models or "").split(",") if name.strip()]
+    args.models = None
     flags = {k: v for k, v in vars(args).items() if v is not None}
     protocol = os.fdopen(os.dup(sys.stdout.fileno()), "wb", buffering=0)
     # From here on fd 1 is stderr: a stray print (ours, a library's) cannot break the
@@ -368,7 +446,7 @@ def run_acp_command(argv: Sequence[str]) -> int:
     sys.stdout.flush()
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
     try:
-        asyncio.run(serve(TreadleAgent(flags), protocol))
+        asyncio.run(serve(TreadleAgent(flags, offered), protocol))
     except ConfigError as error:
         print(f"treadle: {error}", file=sys.stderr)
         return USAGE_ERROR

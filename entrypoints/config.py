@@ -156,7 +156,7 @@ def _with_project(app: AppConfig, workspace: str, environ: Mapping[str, str]) ->
     content = _read(project)
     values = _parsed(content, project) if content is not None else {}
     state = trust_state(workspace, content, environ)
-    kept, held = trusted_values(values, state)
+    kept, held = trusted_values(values, state, app, workspace)
     app = app.with_values(kept, f"project file {project}")
     return replace(app, held_back=held, held_because=HELD_BECAUSE[state] if held else "")
 

@@ -51,9 +51,43 @@ HELD_BECAUSE: dict[TrustState, str] = {
 }
 
 
-def needs_trust(key: str, value: object) -> bool:
-    """Whether a project file may set ``key`` to ``value`` only in a trusted folder."""
+WIDENING = {"sandbox_network": ("off", "allowlist", "on")}
+"""Keys whose ``safe`` values are ordered narrowest first: a project file's counts
+untrusted only when it is no wider than what the user chose (``allowlist`` lets out
+the user's list, which ``off`` did not)."""
+KEEPING = ("network_deny",)
+"""Lists a project file's value replaces: it counts untrusted only when it keeps every
+entry of the user's (``network_deny = []`` would let out what the user denied)."""
+
+
+LOWERING = ("max_cost", "max_tokens_total", "max_requests", "max_time")
+"""Spending limits: a project file's counts untrusted only when it is no higher than
+the user's (where the user set none, any limit narrows)."""
+
+
+def needs_trust(
+    key: str, value: object, current: AppConfig | None = None, workspace: str | None = None
+) -> bool:
+    """Whether a project file may set ``key`` to ``value`` only in a trusted folder;
+    ``current`` is what the layers before it (the user's file) say, ``workspace`` the
+    folder whose file it is."""
     spec = KEYS[key]
+    if current is not None and key in KEEPING:
+        kept = getattr(current, key)
+        return not set(kept) <= set(value if isinstance(value, list | tuple) else ())
+    if current is not None and key in LOWERING:
+        before = getattr(current, key)
+        return before is not None and isinstance(value, int | float) and value > before
+    if current is not None and key == "prices" and isinstance(value, Mapping):
+        return any(  # a price lowered would let a cost limit be spent past its sum
+            isinstance(price, int | float)
+            and price < current.prices.get(model, {}).get(name, price)
+            for model, table in value.items()
+            if isinstance(table, Mapping)
+            for name, price in table.items()
+        )
+    if key == "output_schema" and workspace is not None:  # it goes to the model
+        return not _inside(workspace, str(value))
     match spec.trust:
         case "free":
             return False
@@ -62,6 +96,10 @@ def needs_trust(key: str, value: object) -> bool:
         case "raise":
             return isinstance(value, int | float) and value > getattr(AppConfig(), key)
         case "unless":
+            order = WIDENING.get(key, ())
+            before = getattr(current, key, None) if current is not None else None
+            if before in order and value in order:
+                return value not in spec.safe or order.index(value) > order.index(before)
             return value not in spec.safe
         case "starting":
             return isinstance(value, str) and value.startswith(spec.risky)
@@ -162,11 +200,23 @@ def _line(folder: str, recorded: Mapping[str, str]) -> str:
     return f"{recorded['project']}{others} {folder}"
 
 
+def _inside(workspace: str, path: str) -> bool:
+    """Whether ``path`` (relative to ``workspace``), its links followed, is in it."""
+    root = os.path.realpath(workspace)
+    return os.path.commonpath([root, os.path.realpath(os.path.join(root, path))]) == root
+
+
 def trusted_values(
-    values: dict[str, Any], state: TrustState
+    values: dict[str, Any],
+    state: TrustState,
+    current: AppConfig | None = None,
+    workspace: str | None = None,
 ) -> tuple[dict[str, Any], tuple[str, ...]]:
-    """The project file's values that count, and the keys held back."""
-    held = tuple(key for key, value in values.items() if needs_trust(key, value))
+    """The project file's values that count, and the keys held back; ``current`` is
+    the configuration before the file's layer, ``workspace`` the file's folder."""
+    held = tuple(
+        key for key, value in values.items() if needs_trust(key, value, current, workspace)
+    )
     if not held or state == "trusted":
         return values, ()
     return {key: value for key, value in values.items() if key not in held}, held

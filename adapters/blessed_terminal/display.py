@@ -164,6 +164,13 @@ class RunningTool:
     started: float
     output: tuple[str, ...] = ()
     """Its last lines of output (a command's), newest last."""
+    subagent: str = ""
+    """The sub-agent an ``agent`` call runs, once it started."""
+    asked_at: float | None = None
+    """Since when the person is asked on the sub-agent's behalf: its clock stands."""
+
+    def elapsed(self, now: float) -> float:
+        return (now if self.asked_at is None else self.asked_at) - self.started
 
 
 @dataclass
@@ -283,6 +290,32 @@ class TurnView:
         function per kind of event, registered on :func:`view_lines`."""
         return view_lines(event, self, now)
 
+    def link(self, subagent: str, caller: str) -> None:
+        """The sub-agent started is run by its caller's ``agent`` call not linked yet."""
+        for tool in reversed(self.running.values()):
+            if tool.name == "agent" and tool.agent == caller and not tool.subagent:
+                tool.subagent = subagent
+                return
+
+    def person_asked(self, agent: str, now: float) -> None:
+        """The person is asked on ``agent``'s behalf: the calls that run it (and the
+        agents above it) stop their clocks until :meth:`person_answered`, as the
+        sub-agents' own clocks do (their time on the person is not theirs)."""
+        for tool in self.running.values():
+            runs_it = agent == tool.subagent or agent.startswith(tool.subagent + "/")
+            if tool.subagent and runs_it and tool.asked_at is None:
+                tool.asked_at = now
+
+    def person_answered(self, now: float) -> None:
+        for tool in self.running.values():
+            if tool.asked_at is not None:
+                tool.started += now - tool.asked_at
+                tool.asked_at = None
+
+    def asking_agent(self) -> str:
+        """The agent whose ``ask`` call is running (the one asking a question now)."""
+        return next((tool.agent for tool in self.running.values() if tool.name == "ask"), "")
+
     def _plan_lines(self, event: PlanUpdated) -> list[str]:
         s = self.styles
         tag = s.magenta(f"[{event.agent}] ") if event.agent else ""
@@ -314,8 +347,8 @@ class TurnView:
     def _tool_lines(self, event: ToolFinished) -> list[str]:
         s = self.styles
         tool = self.running.pop(event.call.id, None)
-        if event.call.name in QUIET_TOOLS and not event.is_error:
-            return []
+        if event.call.name in QUIET_TOOLS and event.mark is ToolMark.DONE:
+            return []  # a sub-agent stopped at its deadline keeps its ■ line
         # A sub-agent's calls stay too, under its name: what its commands printed, what
         # its writes changed.
         tag = f"[{one_line(event.agent, 64)}] " if event.agent else ""
@@ -411,7 +444,7 @@ class TurnView:
         for tool in listed:
             tag = f"[{tool.agent}] " if tool.agent else ""
             head = f"{frame} {tag}{tool.name} "
-            tail = f" · {format_elapsed(now - tool.started)}"
+            tail = f" · {format_elapsed(tool.elapsed(now))}"
             room = width - 1 - cell_width(head) - cell_width(tail)
             summary = fit(one_line(tool.summary, 1_000), max(0, room))
             tag = s.magenta(tag) if tag else ""
@@ -572,8 +605,13 @@ def _warning(
 
 
 @view_lines.register(SubAgentStarted)
+def _sub_agent_started(event: SubAgentStarted, view: TurnView, now: float) -> list[str]:
+    view.link(event.name, event.agent)  # the caller's agent call runs it: its clock
+    return [view.styles.magenta(line) for line in describe_event(event)]
+
+
 @view_lines.register(SubAgentFinished)
-def _sub_agent(event: SubAgentStarted | SubAgentFinished, view: TurnView, now: float) -> list[str]:
+def _sub_agent(event: SubAgentFinished, view: TurnView, now: float) -> list[str]:
     return [view.styles.magenta(line) for line in describe_event(event)]
 
 

@@ -91,6 +91,11 @@ class AnswerRenderer:
     """A line with a ``|`` held back: the next line tells whether it heads a table."""
     _blank: bool = True
     """The last row committed was blank (or nothing was): no second blank row."""
+    _asked: int = 0
+    """The width asked for once for the lines of one piece (each ask is a system call)."""
+
+    def _columns(self) -> int:
+        return self._asked or self.width()
 
     def feed(self, text: str) -> list[str]:
         """Add a piece of the answer; the rows of the lines it completed."""
@@ -98,12 +103,42 @@ class AnswerRenderer:
             self._partial += text
             return []
         *complete, self._partial = (self._partial + text).split("\n")
-        return [row for line in complete for row in self._line(printable(line))]
+        self._asked = self.width()
+        try:
+            return [row for line in complete for row in self._line(printable(line))]
+        finally:
+            self._asked = 0
 
     def pending(self) -> str:
         """What came after the last complete line (shown live, not yet committed)."""
         held = [*self._table, *([self._held] if self._held is not None else [])]
         return "\n".join([*held, self._partial]) if held else self._partial
+
+    def pending_rows(self, width: int, most: int = 0) -> list[str]:
+        """The live block's rows for what is not committed yet: the unfinished line
+        rendered as it will be once complete (a list item's hang, a heading's style,
+        code behind its gutter, the emphasis closed so far without its marks), so that
+        its rows do not move when it is committed; a held table's lines plainly, as its
+        columns are not known yet. The last ``most`` rows (0: :data:`PENDING_ROWS`)."""
+        most = max(PENDING_ROWS, most)
+        if self._table or self._held is not None:
+            return pending_rows(self.pending(), width)
+        line = printable(self._partial)
+        if not line.strip() and not self._fence:
+            return []
+        if self._fence:
+            closing = line.strip()
+            if closing and not closing.strip(self._fence[0]):  # the fence closing
+                return []
+            return list(self._code(line))[-most:]
+        if line[0].isalpha() and line.isascii() and not any(mark in line for mark in _MARKS):
+            plain = _wrap_plain(line, max(MIN_WIDTH, width - 1))  # most of most answers
+            if plain is not None:
+                return plain[-most:]
+        if _FENCE.match(line):  # a fence opening: nothing to show until its first line
+            return []
+        probe = AnswerRenderer(self.styles, lambda: width, _blank=self._blank)
+        return list(probe._block(line))[-most:]
 
     def finish(self) -> list[str]:
         """The answer ended: everything not committed yet, rendered."""
@@ -142,7 +177,7 @@ class AnswerRenderer:
 
     def _block(self, line: str) -> Iterator[str]:
         s = self.styles
-        width = max(MIN_WIDTH, self.width() - 1)
+        width = max(MIN_WIDTH, self._columns() - 1)
         if not line.strip():
             if not self._blank:
                 self._blank = True
@@ -188,7 +223,7 @@ class AnswerRenderer:
             self._lexer = None
             self._blank = False
             return
-        width = max(MIN_WIDTH, self.width() - 1) - len(CODE_GUTTER)
+        width = max(MIN_WIDTH, self._columns() - 1) - len(CODE_GUTTER)
         text = line.expandtabs(4)
         pieces = [text[i : i + width] for i in range(0, len(text), width)] or [""]
         for piece in pieces:
@@ -201,7 +236,7 @@ class AnswerRenderer:
             return []
         table, self._table = self._table, []
         self._blank = False
-        return _table_rows(table, self.styles, max(MIN_WIDTH, self.width() - 1))
+        return _table_rows(table, self.styles, max(MIN_WIDTH, self._columns() - 1))
 
 
 # Inline ------------------------------------------------------------------------------
@@ -216,9 +251,13 @@ def _parser() -> Any:
     return MarkdownIt("commonmark").enable("strikethrough")
 
 
+_MARKS = "*_`[<&\\~"
+"""The characters inline markup starts with: a text without them is plain."""
+
+
 def _inline(text: str, s: MarkdownStyles) -> list[Span]:
     """``text``'s inline markup as spans of text, each with its style."""
-    if not any(mark in text for mark in "*_`[<&\\~"):
+    if not any(mark in text for mark in _MARKS):
         return [(text, _plain)]
     tokens = _parser().parseInline(text)
     spans: list[Span] = []

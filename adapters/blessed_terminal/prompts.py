@@ -16,13 +16,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+import math
+import time
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal, Protocol
 
 from treadle.adapters.blessed_terminal.display import Styles, TurnView, diff_lines
 from treadle.adapters.blessed_terminal.line_editor import Ending, Key, LineEditor
 from treadle.adapters.blessed_terminal.screen import Screen, cell_width, fit
+from treadle.adapters.log_wrap import wrap_rows
 from treadle.domain.rules.diffs import bounded_diff
 from treadle.domain.values.text import one_line, printable
 from treadle.domain.values.tools import ApprovalAnswer, ApprovalRequest, Declined
@@ -40,6 +43,10 @@ VIEW_HINT = "press v to see all of it"
 MAX_QUEUED = 20
 """Lines that can wait to be sent after the turn; Enter on one more does nothing."""
 QUEUED = "queued › "
+TYPING_ON = 0.5
+"""Seconds after a key typed ahead (during a turn) within which the next key is still
+part of that line, also when an approval appeared meanwhile: the person typing has not
+read it yet, and the ``a`` of "and" would allow a command for the whole session."""
 
 
 def folded(subject: str) -> tuple[list[str], bool]:
@@ -110,7 +117,7 @@ class Prompts:
         self.live = live
         self.can_answer = False
         self.queued: list[str] = []
-        self._choice: str | None = None  # the choices' row while one is read
+        self._choice: str | None = None  # the choices' row while one is read (plain)
         # Keys given to the prompt being read, or kept ahead of the next one.
         self._keys: asyncio.Queue[str] = asyncio.Queue()
         self._keys_loop: asyncio.AbstractEventLoop | None = None
@@ -121,6 +128,10 @@ class Prompts:
         self.submitted = ""
         self._task_editor = LineEditor()
         self._questions = 0  # questions waiting for the person now
+        self.clock: Callable[[], float] = time.monotonic
+        """The display's clock, for :data:`TYPING_ON`."""
+        self._typed_at = -math.inf  # when a key was last typed ahead
+        self._leave_ahead = False  # Ctrl-D typed ahead on an empty line
         self._expand_after_question = False
 
     @property
@@ -137,8 +148,11 @@ class Prompts:
 
     def deliver(self, key: str) -> None:
         """A key for the prompt being read: a line's editor takes it at once, a choice
-        reads it from the queue."""
-        if self._line is not None:
+        reads it from the queue. A key typed on in the flow of a line typed ahead is that
+        line's, though a question appeared (see :data:`TYPING_ON`)."""
+        if self._questions and self.clock() - self._typed_at < TYPING_ON:
+            self.queue(key)
+        elif self._line is not None:
             self._press(self._line, key)
         else:
             self._keys.put_nowait(key)
@@ -148,6 +162,10 @@ class Prompts:
         line, shown as it is typed; Enter queues the line to be sent once the turn
         ended, and Up on an empty line takes the last one queued back to edit."""
         editor = self._task_editor
+        self._typed_at = self.clock()
+        # Ctrl-D on an empty line typed ahead leaves once the turn has ended, as a
+        # shell's typeahead does; a key typed after it takes that back.
+        self._leave_ahead = key == Key.CTRL_D and not editor.text and not self.queued
         if key == Key.ENTER:
             if editor.text.strip() and len(self.queued) < MAX_QUEUED:
                 self.queued.append(editor.take())
@@ -174,9 +192,10 @@ class Prompts:
             s.dim(QUEUED) + fit(_one_row(text), max(1, width - 1 - len(QUEUED)))
             for text in self.queued
         ]
-        if self._choice is not None:
-            rows.append(self._choice)
-            return rows, cell_width(self.term.strip_seqs(self._choice)), 0
+        if self._choice is not None:  # fitted to the width of each draw (a resize)
+            shown = fit(self._choice, max(1, width - 2))
+            rows.append(s.yellow(shown))
+            return rows, cell_width(shown), 0
         if self._line is not None:
             label, label_width, editor = self._line.label, self._line.label_width, self._line.editor
         elif not self._reading and self._task_editor.text:
@@ -196,7 +215,7 @@ class Prompts:
     async def ask_approval(self, request: ApprovalRequest) -> ApprovalAnswer | None:
         if not self.can_answer:
             return None
-        async with self._lock(), self._question():
+        async with self._lock(), self._question(request.agent):
             s = self.styles
             lines, folded_away = folded(request.summary)
             # The change a write would make is part of what is asked, whole: folded
@@ -223,7 +242,7 @@ class Prompts:
                 if request.prefix
                 else f"[y]es · [n]o · {view}› ".replace(" · ›", " ›")
             )
-            row = s.yellow(fit(choices, self.screen.width - 2))
+            row = choices  # fitted and coloured as it is drawn
             choice = await self._read_choice(row, always=bool(request.prefix), view=folded_away)
             while choice == VIEW_ALL:
                 self.screen.write_lines(
@@ -245,16 +264,17 @@ class Prompts:
                 # The call's result keeps the diff bounded: that is what it will carry.
                 self.view.approved_diffs.add(bounded_diff(request.diff))
             said = f"no: {one_line(answer.reason, 400)}" if isinstance(answer, Declined) else answer
-            self.screen.write_lines([s.dim(f"  → {said}")])
+            self.screen.write_lines(wrap_rows([s.dim(f"  → {said}")], self.screen.width))
             self.live.redraw()
             return answer
 
     async def ask_question(self, question: str) -> str | None:
         if not self.can_answer:
             return None
-        async with self._lock(), self._question():
+        async with self._lock(), self._question(self.view.asking_agent()):
             s = self.styles
-            self.screen.write_lines([s.yellow("? ") + s.bold(one_line(question, 4_000))])
+            asked = s.yellow("? ") + s.bold(one_line(question, 4_000))
+            self.screen.write_lines(wrap_rows([asked], self.screen.width))
             self._forget_typed_keys()  # typed for something else: not an answer
             ending, text = await self._read_line(s.yellow("answer › "), LineEditor())
             return text if ending == "submit" else None
@@ -266,9 +286,12 @@ class Prompts:
         says how to leave (a second one leaves at once: the terminal's router sees to it).
         """
         label = self.styles.bold(self.styles.cyan(prompt))
+        if self._leave_ahead:  # Ctrl-D typed ahead, as the turn ended or before
+            self._leave_ahead = False
+            return None
         if self.queued:  # typed during the turn that just ended: sent now
             text = self.queued.pop(0)
-            self.screen.write_lines([label + printable(text)])
+            self.screen.write_lines(wrap_rows([label + printable(text)], self.screen.width))
             self.submitted = text.strip()
             self.live.redraw()
             return text
@@ -335,7 +358,7 @@ class Prompts:
                 self._show(line)
             ending, text = await line.ended
             if ending == "submit" and not self._aside:  # the answer's line says the words
-                self.screen.write_lines([label + printable(text)])
+                self.screen.write_lines(wrap_rows([label + printable(text)], self.screen.width))
             return ending, text
 
     def _press(self, line: _Line, key: str) -> None:
@@ -388,10 +411,13 @@ class Prompts:
             self.live.redraw()
 
     @contextlib.asynccontextmanager
-    async def _question(self) -> AsyncIterator[None]:
-        """While a question waits for the person, the status line says so, and the
-        expand key waits for the answer: it never prints between a question and it."""
+    async def _question(self, agent: str = "") -> AsyncIterator[None]:
+        """While a question waits for the person, the status line says so, the expand
+        key waits for the answer (it never prints between a question and it), and the
+        clocks of the calls running the sub-agent ``agent`` stand."""
         self._questions += 1
+        if agent:
+            self.view.person_asked(agent, self.clock())
         # Shown with the question's own first draw: a status that said so before the
         # question was written would show a screen that is not there yet.
         before, self.view.activity = self.view.activity, "waiting for your answer"
@@ -399,6 +425,8 @@ class Prompts:
             yield
         finally:
             self._questions -= 1
+            if agent:
+                self.view.person_answered(self.clock())
             if not self._questions:
                 if self.view.activity == "waiting for your answer":
                     self.view.activity = before

@@ -32,11 +32,7 @@ from typing import Any, assert_never
 
 from treadle.adapters.blessed_terminal.display import Styles, TurnView, diff_lines, resumed_lines
 from treadle.adapters.blessed_terminal.keyboard import Keyboard
-from treadle.adapters.blessed_terminal.markdown import (
-    AnswerRenderer,
-    MarkdownStyles,
-    pending_rows,
-)
+from treadle.adapters.blessed_terminal.markdown import AnswerRenderer, MarkdownStyles
 from treadle.adapters.blessed_terminal.prompts import Prompts
 from treadle.adapters.blessed_terminal.screen import (
     HIDE_CURSOR,
@@ -44,6 +40,7 @@ from treadle.adapters.blessed_terminal.screen import (
     Screen,
 )
 from treadle.adapters.leave_now import LeaveNow
+from treadle.adapters.log_wrap import wrap_rows
 from treadle.domain.rules import keys
 from treadle.domain.rules.interrupts import CtrlC
 from treadle.domain.rules.keys import Mode, route
@@ -139,6 +136,7 @@ class BlessedTerminal:
         self.answer = AnswerRenderer(MarkdownStyles.of(self.term), lambda: self.screen.width)
         self.prompts = Prompts(self.term, self.screen, self.styles, self.view, self)
         self.prompts.can_answer = input_fd is not None
+        self.prompts.clock = now
         self.keyboard = (
             Keyboard(self.term, input_fd, self.press, self.leave_now)
             if input_fd is not None
@@ -246,21 +244,26 @@ class BlessedTerminal:
 
     def note(self, lines: list[str]) -> None:
         """Dim lines of the session's own (a greeting, a hint)."""
-        self.screen.write_lines([self.styles.dim(printable(line)) for line in lines])
+        dim = self.styles.dim
+        self.screen.write_lines(
+            wrap_rows([dim(printable(line)) for line in lines], self.screen.width)
+        )
         self._draw(self._now())
         self.screen.flush()
 
     def report(self, lines: list[str], *, problem: bool = False) -> None:
         """Lines the session says between turns (what an undo did); a problem in red."""
         style = self.styles.red if problem else (lambda line: line)
-        self.screen.write_lines([style(printable(line)) for line in lines])
+        rows = [style(printable(line)) for line in lines]
+        self.screen.write_lines(wrap_rows(rows, self.screen.width))
         self._draw(self._now())
         self.screen.flush()
 
     def show_diff(self, title: str, diff: str) -> None:
         """A diff between turns (``/diff``), coloured, under a bold ``title``."""
         rows = diff_lines(diff, self.styles)
-        self.screen.write_lines([self.styles.bold(printable(title)), *rows])
+        rows = wrap_rows([self.styles.bold(printable(title)), *rows], self.screen.width)
+        self.screen.write_lines(rows)
         self._draw(self._now())
         self.screen.flush()
 
@@ -391,7 +394,9 @@ class BlessedTerminal:
         self.screen.end_row()
         answer = self.answer.finish()  # what an interrupt left of the answer stays
         self.screen.write_lines(
-            answer + self._held_notes + self.view.ending_lines(event, self.resume_hint)
+            answer
+            + self._held_notes
+            + wrap_rows(self.view.ending_lines(event, self.resume_hint), self.screen.width)
         )
         self._held_notes = []
         self.screen.hide_live()
@@ -454,10 +459,11 @@ class BlessedTerminal:
             self._worked_out_for = self.view.activity
         rows = list(view_rows)
         pending = self.answer.pending() if self._in_turn else ""
-        if pending:
-            rows[:0] = pending_rows(pending, width)
-        self._drew_pending = bool(pending)
         prompt, cursor, cursor_up = self.prompts.live_rows(width, height)
+        if pending:  # as it will be committed, as much as half the window shows
+            room = min(height // 2, height - len(rows) - len(prompt) - 2)
+            rows[:0] = self.answer.pending_rows(width, room)
+        self._drew_pending = bool(pending)
         rows += prompt
         self.screen.draw_live(rows, cursor, size=(width, height), cursor_up=cursor_up)
         if self._cursor_hidden and (cursor is not None) != self._cursor_shown:
@@ -479,7 +485,13 @@ def shown_on(event: TurnEvent, terminal: BlessedTerminal, now: float) -> None:
 def _logged(event: TurnEvent, terminal: BlessedTerminal, now: float) -> None:
     """The lines the view gives ``event`` (:meth:`TurnView.lines_for`) go in the log."""
     terminal.view.width = terminal.screen.width
-    terminal._write_log(terminal.view.lines_for(event, now), now)
+    terminal._write_log(_wrapped(terminal, terminal.view.lines_for(event, now)), now)
+
+
+def _wrapped(terminal: BlessedTerminal, lines: list[str]) -> list[str]:
+    """The view's lines broken between words to the screen's width (rows that fit
+    as they are)."""
+    return wrap_rows(lines, terminal.view.width)
 
 
 @shown_on.register(ReasoningDelta)
@@ -521,7 +533,7 @@ def _compaction(
     event: CompactionStarted | ContextCompacted, terminal: BlessedTerminal, now: float
 ) -> None:
     terminal.view.width = terminal.screen.width
-    lines = terminal.view.lines_for(event, now)
+    lines = _wrapped(terminal, terminal.view.lines_for(event, now))
     if not event.agent:  # the responses until it ends are its summary's
         terminal._compacting = isinstance(event, CompactionStarted)
     terminal._write_log(lines, now)
@@ -530,7 +542,7 @@ def _compaction(
 @shown_on.register(ResponseReceived)
 def _response(event: ResponseReceived, terminal: BlessedTerminal, now: float) -> None:
     terminal.view.width = terminal.screen.width
-    lines = terminal.view.lines_for(event, now)
+    lines = _wrapped(terminal, terminal.view.lines_for(event, now))
     if not event.agent and not terminal._compacting:
         terminal._continuing = event.stop_reason in CUT_STOPS
         if terminal._continuing:  # the answer goes on: its unfinished line stays live

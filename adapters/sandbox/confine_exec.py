@@ -12,8 +12,9 @@ setsid and double forks included, and cannot be lifted.
 
 NETWORK is the session's ``sandbox_network``: under ``off`` and ``allowlist`` a seccomp
 filter (:data:`SOCKET_FILTER`, the one spawn.c installs) refuses every socket but Unix,
-netlink and TCP ones (TCP is Landlock's to refuse, by port), and io_uring, which makes
-sockets without the socket system call. ``loopback`` and ``allowlist`` also give the
+netlink and TCP ones (TCP is Landlock's to refuse, by port), io_uring, which makes
+sockets without the socket system call, and TCP Fast Open (a send with MSG_FASTOPEN),
+which connects without the connect system call. ``loopback`` and ``allowlist`` also give the
 command a network namespace of its own (spawn.c's own_network and proxy_inside: under
 ``allowlist`` the proxy's PORT on its own loopback, handed to treadle over CHANNEL_FD).
 
@@ -40,38 +41,47 @@ SECCOMP_MODE_FILTER = 2
 LANDLOCK_RESTRICT_SELF = 446  # the same number on every architecture since Linux 5.1
 NETWORKS = ("on", "off", "allowlist", "loopback", "allowlist+loopback")
 
-MACHINES = {  # AUDIT_ARCH_*, then socket's number (io_uring_setup is 425 on both)
-    "x86_64": (0xC000003E, 41),
-    "aarch64": (0xC00000B7, 198),
-    "arm64": (0xC00000B7, 198),
+MACHINES = {  # AUDIT_ARCH_*, then the numbers of socket, sendto, sendmsg and sendmmsg
+    "x86_64": (0xC000003E, 41, 44, 46, 307),
+    "aarch64": (0xC00000B7, 198, 206, 211, 269),
+    "arm64": (0xC00000B7, 198, 206, 211, 269),
 }
-IO_URING_SETUP = 425
+IO_URING_SETUP = 425  # the same on both
 AF_UNIX, AF_INET, AF_INET6, AF_NETLINK = 1, 2, 10, 16
 SOCK_STREAM, SOCK_TYPE_MASK, IPPROTO_TCP = 1, 0xF, 6
+MSG_FASTOPEN = 0x20000000
 EACCES = 13
-_LD, _JEQ, _JGE, _AND, _RET = 0x20, 0x15, 0x35, 0x54, 0x06
+_LD, _JEQ, _JGE, _JSET, _AND, _RET = 0x20, 0x15, 0x35, 0x45, 0x54, 0x06
 _ALLOW, _DENY = 0x7FFF0000, 0x00050000 | EACCES
-# seccomp_data: nr at 0, arch at 4, the arguments' low words at 16, 24, 32 (little end).
+# seccomp_data: nr at 0, arch at 4, the arguments' low words at 16, 24, 32, 40 (little end).
 SOCKET_FILTER = (  # (code, jump if true, jump if false, k); a jump skips that many
     (_LD, 0, 0, 4),  # 0 the architecture
-    (_JEQ, 0, 16, "arch"),  # 1 another (a 32-bit program): refuse everything
+    (_JEQ, 0, 23, "arch"),  # 1 another (a 32-bit program): refuse everything
     (_LD, 0, 0, 0),  # 2 the system call
-    (_JGE, 14, 0, 0x40000000),  # 3 the x32 ABI: refused
-    (_JEQ, 13, 0, IO_URING_SETUP),  # 4 io_uring: refused
-    (_JEQ, 0, 11, "socket"),  # 5 anything but socket: allowed
-    (_LD, 0, 0, 16),  # 6 its family
-    (_JEQ, 9, 0, AF_UNIX),  # 7
-    (_JEQ, 8, 0, AF_NETLINK),  # 8
-    (_JEQ, 1, 0, AF_INET),  # 9
-    (_JEQ, 0, 7, AF_INET6),  # 10 any other family: refused
-    (_LD, 0, 0, 24),  # 11 its type
-    (_AND, 0, 0, SOCK_TYPE_MASK),  # 12 without SOCK_NONBLOCK and SOCK_CLOEXEC
-    (_JEQ, 0, 4, SOCK_STREAM),  # 13 UDP, raw, SCTP's SEQPACKET: refused
-    (_LD, 0, 0, 32),  # 14 its protocol
-    (_JEQ, 1, 0, 0),  # 15
-    (_JEQ, 0, 1, IPPROTO_TCP),  # 16 MPTCP, SCTP: refused
-    (_RET, 0, 0, _ALLOW),  # 17
-    (_RET, 0, 0, _DENY),  # 18
+    (_JGE, 21, 0, 0x40000000),  # 3 the x32 ABI: refused
+    (_JEQ, 20, 0, IO_URING_SETUP),  # 4 io_uring: refused
+    (_JEQ, 14, 0, "sendto"),  # 5 its flags at 20
+    (_JEQ, 13, 0, "sendmmsg"),  # 6 its flags at 20
+    (_JEQ, 14, 0, "sendmsg"),  # 7 its flags at 22
+    (_JEQ, 0, 15, "socket"),  # 8 anything else: allowed
+    (_LD, 0, 0, 16),  # 9 its family
+    (_JEQ, 13, 0, AF_UNIX),  # 10
+    (_JEQ, 12, 0, AF_NETLINK),  # 11
+    (_JEQ, 1, 0, AF_INET),  # 12
+    (_JEQ, 0, 11, AF_INET6),  # 13 any other family: refused
+    (_LD, 0, 0, 24),  # 14 its type
+    (_AND, 0, 0, SOCK_TYPE_MASK),  # 15 without SOCK_NONBLOCK and SOCK_CLOEXEC
+    (_JEQ, 0, 8, SOCK_STREAM),  # 16 UDP, raw, SCTP's SEQPACKET: refused
+    (_LD, 0, 0, 32),  # 17 its protocol
+    (_JEQ, 5, 0, 0),  # 18
+    (_JEQ, 4, 5, IPPROTO_TCP),  # 19 MPTCP, SCTP: refused
+    # TCP Fast Open connects inside a send, where Landlock's connect rule never looks:
+    (_LD, 0, 0, 40),  # 20 sendto's and sendmmsg's flags
+    (_JSET, 3, 2, MSG_FASTOPEN),  # 21
+    (_LD, 0, 0, 32),  # 22 sendmsg's flags
+    (_JSET, 1, 0, MSG_FASTOPEN),  # 23
+    (_RET, 0, 0, _ALLOW),  # 24
+    (_RET, 0, 0, _DENY),  # 25
 )
 
 
@@ -92,6 +102,8 @@ def main(argv: list[str]) -> None:
     channel, port, command = int(argv[3]), int(argv[4]), argv[6:]
     libc = ctypes.CDLL(None, use_errno=True)
     libc.syscall.restype = ctypes.c_long
+    if network == "off":  # for a listen() that binds a port itself, unseen by Landlock
+        _own_network(libc, status, required=False, up=False)
     if network == "loopback":
         _own_network(libc, status, required=True)
     if network.startswith("allowlist") and channel >= 0:
@@ -115,11 +127,11 @@ CLONE_NEWUSER, CLONE_NEWNET = 0x10000000, 0x40000000
 SIOCGIFFLAGS, SIOCSIFFLAGS, IFF_UP = 0x8913, 0x8914, 0x1
 
 
-def _own_network(libc: ctypes.CDLL, status: int, *, required: bool) -> bool:
+def _own_network(libc: ctypes.CDLL, status: int, *, required: bool, up: bool = True) -> bool:
     """A user and network namespace of the command's own, whose only interface is its
-    own loopback, brought up here (spawn.c's own_network). Before Landlock, which
-    would refuse the writes to /proc/self. False when the kernel refuses the
-    namespaces and they are not ``required``."""
+    own loopback, brought up here unless not ``up`` (spawn.c's own_network). Before
+    Landlock, which would refuse the writes to /proc/self. False when the kernel
+    refuses the namespaces and they are not ``required``."""
     uid, gid = os.getuid(), os.getgid()
     if libc.unshare(ctypes.c_int(CLONE_NEWUSER | CLONE_NEWNET)) != 0:
         if not required:
@@ -129,6 +141,8 @@ def _own_network(libc: ctypes.CDLL, status: int, *, required: bool) -> bool:
     for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1\n")):
         _write(f"/proc/self/{name}", text, status)
     _write("/proc/self/gid_map", f"{gid} {gid} 1\n", status)
+    if not up:
+        return True
     request = ctypes.create_string_buffer(b"lo", 40)  # struct ifreq: a name, then flags
     sock = libc.socket(ctypes.c_int(2), ctypes.c_int(2 | 0o2000000), ctypes.c_int(0))
     if sock < 0 or libc.ioctl(sock, ctypes.c_ulong(SIOCGIFFLAGS), request) != 0:
@@ -194,8 +208,14 @@ def _filter_sockets(libc: ctypes.CDLL, status: int) -> None:
     machine = os.uname().machine
     if machine not in MACHINES:
         _fail(f"no socket filter is known for {machine}", 126, status)
-    arch, socket = MACHINES[machine]
-    named = {"arch": arch, "socket": socket}
+    arch, socket, sendto, sendmsg, sendmmsg = MACHINES[machine]
+    named = {
+        "arch": arch,
+        "socket": socket,
+        "sendto": sendto,
+        "sendmsg": sendmsg,
+        "sendmmsg": sendmmsg,
+    }
     program = (_SockFilter * len(SOCKET_FILTER))(
         *(
             _SockFilter(code, jt, jf, named[k] if isinstance(k, str) else k)

@@ -26,12 +26,20 @@ import asyncio
 import base64
 import binascii
 import contextlib
+import ipaddress
 import logging
+import re
 import socket
 import threading
 from collections.abc import Callable, Mapping, Sequence
+from typing import Literal
 
-from treadle.domain.rules.network import host_allowed, normal_host, offerable
+from treadle.domain.rules.network import (
+    host_allowed,
+    host_named_exactly,
+    normal_host,
+    offerable,
+)
 from treadle.domain.values.process import HostGrant
 
 log = logging.getLogger(__name__)
@@ -39,6 +47,13 @@ log = logging.getLogger(__name__)
 HEAD_LIMIT = 64 * 1024
 """Bytes a request's head may be (its line and headers)."""
 CONNECT_TIMEOUT = 15.0
+HEAD_TIMEOUT = 30.0
+"""Seconds a client has to send its request's head: a client that sends none (or a
+byte at a time) is dropped rather than held for ever."""
+MAX_CLIENTS = 256
+"""Connections the proxy holds at once. Each is a descriptor of treadle's (two for a
+tunnel): a command that opened thousands would leave treadle none for its own files;
+past this a new connection is closed at once."""
 CHUNK = 64 * 1024
 ANONYMOUS = ""
 """The token of a request that named none (a client that drops the proxy's userinfo)."""
@@ -58,14 +73,21 @@ class NetworkProxy:
         deny: Sequence[str],
         *,
         hosts: Mapping[str, str] | None = None,
+        head_timeout: float = HEAD_TIMEOUT,
+        max_clients: int = MAX_CLIENTS,
     ) -> None:
         self.allow = tuple(allow)
         self.deny = tuple(deny)
         self.hosts = {normal_host(name): address for name, address in (hosts or {}).items()}
+        self.head_timeout = head_timeout
+        self.max_clients = max_clients
         self.port = 0
+        self._clients = 0
         self._refused: dict[str, list[str]] = {}
         self._once: dict[str, int] = {}
         self._always: set[str] = set()
+        self._granted: set[str] = set()
+        """Names a yes let through: the person named each exactly."""
         self._lock = threading.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._server: asyncio.Server | None = None
@@ -154,6 +176,7 @@ class NetworkProxy:
         if grant == "no" or not offerable(name, self.deny):
             return
         with self._lock:
+            self._granted.add(name)
             if grant == "always":
                 self._always.add(name)
             else:
@@ -191,17 +214,28 @@ class NetworkProxy:
     # One client --------------------------------------------------------------------
 
     async def _client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if self._clients >= self.max_clients:  # a flood: its descriptor goes back at once
+            writer.close()
+            return
+        self._clients += 1
         try:
             await self._answer(reader, writer)
-        except (OSError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, ValueError):
+        except (
+            OSError,
+            TimeoutError,
+            asyncio.IncompleteReadError,
+            asyncio.LimitOverrunError,
+            ValueError,
+        ):
             pass
         except Exception:  # a bug: this connection ends, the proxy goes on
             log.exception("network proxy")
         finally:
+            self._clients -= 1
             writer.close()
 
     async def _answer(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        head = await reader.readuntil(b"\r\n\r\n")
+        head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), self.head_timeout)
         line, *header_lines = head.decode("latin-1").split("\r\n")
         parts = line.split(" ")
         if len(parts) != 3:
@@ -210,10 +244,16 @@ class NetworkProxy:
         method, target, version = parts
         headers = [h for h in header_lines if h]
         token = _token(headers)
-        if method.upper() == "CONNECT":
+        connect = method.upper() == "CONNECT"
+        framing: Framing | None = None
+        if connect:
             host, port = _host_port(target, 443)
         elif target.lower().startswith("http://"):
             host, port = _host_port(target[7:].split("/", 1)[0], 80)
+            framing = _framing(headers)
+            if framing is None:
+                await _reply(writer, 400, "a body framed two ways, or neither as HTTP/1.1 says")
+                return
         else:
             await _reply(writer, 400, "only CONNECT and absolute http:// requests")
             return
@@ -225,22 +265,80 @@ class NetworkProxy:
                 self._refused.setdefault(token, []).append(normal_host(host))
             await _reply(writer, 403, f"network: {normal_host(host)} not allowed")
             return
-        address = self.hosts.get(normal_host(host), host)
+        try:
+            addresses = await self._addresses(host, port)
+        except OSError as error:
+            await _reply(writer, 502, f"{host}:{port}: {error.strerror or error}")
+            return
+        if not addresses:  # the machine's own loopback, reached by a glob or a spelling
+            with self._lock:
+                self._refused.setdefault(token, []).append(normal_host(host))
+            await _reply(
+                writer,
+                403,
+                f"network: {normal_host(host)} not allowed (it leads to this machine's own "
+                "loopback or link-local addresses, which only a name listed exactly reaches)",
+            )
+            return
         try:
             upstream_reader, upstream = await asyncio.wait_for(
-                asyncio.open_connection(address, port), CONNECT_TIMEOUT
+                _open(addresses, port), CONNECT_TIMEOUT
             )
         except (OSError, TimeoutError) as error:
             await _reply(writer, 502, f"{host}:{port}: {error.strerror or error}")
             return
         try:
-            if method.upper() == "CONNECT":
+            if framing is None:
                 writer.write(b"HTTP/1.1 200 Connection Established\r\n\r\n")
+                await _relay(reader, writer, upstream_reader, upstream, None)
             else:
                 upstream.write(_origin_form(method, target, version, headers))
-            await _relay(reader, writer, upstream_reader, upstream)
+                await _relay(reader, writer, upstream_reader, upstream, framing)
         finally:
             upstream.close()
+
+    async def _addresses(self, host: str, port: int) -> list[str]:
+        """The addresses to connect to for ``host``, looked up once (the connection goes to
+        what was checked, so a name rebound between the two changes nothing). Empty when
+        the name leads to the machine's own loopback, an unspecified or a link-local
+        address (the cloud's metadata service) and ``allow`` does not name it exactly:
+        a glob (``*``, ``*.corp.test``) or an address spelled another way reaches no
+        local server of treadle's machine."""
+        name = normal_host(host)
+        if name in self.hosts:  # the tests' "outside": chosen by whoever built the proxy
+            return [self.hosts[name]]
+        loop = asyncio.get_running_loop()
+        found = await loop.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+        addresses = list(dict.fromkeys(str(entry[4][0]) for entry in found))
+        exactly = host_named_exactly(host, self.allow) or name in self._granted
+        if any(_local(address) for address in addresses) and not exactly:
+            return []
+        return addresses
+
+
+def _local(address: str) -> bool:
+    """Whether ``address`` is this machine's (loopback, unspecified) or link-local.
+
+    >>> _local("127.0.0.2"), _local("::ffff:127.0.0.1"), _local("0.0.0.0"), _local("10.0.0.1")
+    (True, True, True, False)
+    """
+    ip = ipaddress.ip_address(address.partition("%")[0])
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped
+    return ip.is_loopback or ip.is_unspecified or ip.is_link_local or ip.is_multicast
+
+
+async def _open(
+    addresses: Sequence[str], port: int
+) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    """A connection to the first of ``addresses`` that answers."""
+    failure: OSError = OSError("no address")
+    for address in addresses:
+        try:
+            return await asyncio.open_connection(address, port)
+        except OSError as error:
+            failure = error
+    raise failure
 
 
 def _token(headers: Sequence[str]) -> str:
@@ -271,7 +369,43 @@ def _host_port(authority: str, default: int) -> tuple[str, int | None]:
     return host, int(port_text) if port_text.isdigit() and 0 < int(port_text) < 65536 else None
 
 
-HOP_BY_HOP = frozenset({"proxy-authorization", "proxy-connection", "connection", "keep-alive"})
+HOP_BY_HOP = frozenset(
+    {"proxy-authorization", "proxy-connection", "connection", "keep-alive", "host"}
+)
+"""Headers not passed on; ``Host`` is the target's own (another would let a request
+reach a site the lists never checked, on the same front)."""
+
+Framing = int | Literal["chunked"]
+"""How a plain request's body ends: after so many bytes, or at its last chunk."""
+CHUNK_SIZE = re.compile(rb"[0-9A-Fa-f]{1,16}")
+
+
+def _framing(headers: Sequence[str]) -> Framing | None:
+    """The body's length from ``Content-Length`` or ``Transfer-Encoding: chunked`` (0
+    without either), or None when both are there, or either is malformed: the proxy
+    passes on the body alone, so that nothing after it reaches the upstream as a
+    second, unchecked request.
+
+    >>> _framing(["Content-Length: 4"]), _framing(["Transfer-Encoding: Chunked"]), _framing([])
+    (4, 'chunked', 0)
+    >>> _framing(["Content-Length: 4", "Transfer-Encoding: chunked"])
+    >>> _framing(["Content-Length: -1"]), _framing(["Content-Length: 1", "Content-Length: 2"])
+    (None, None)
+    """
+    lengths, codings = set(), []
+    for header in headers:
+        name, _, value = header.partition(":")
+        name, value = name.strip().lower(), value.strip()
+        if name == "content-length":
+            lengths.add(value)
+        elif name == "transfer-encoding":
+            codings.append(value.lower())
+    if codings:
+        return "chunked" if codings == ["chunked"] and not lengths else None
+    if not lengths:
+        return 0
+    (length,) = lengths if len(lengths) == 1 else ("",)
+    return int(length) if length.isascii() and length.isdigit() else None
 
 
 def _origin_form(method: str, target: str, version: str, headers: Sequence[str]) -> bytes:
@@ -280,7 +414,9 @@ def _origin_form(method: str, target: str, version: str, headers: Sequence[str])
     rest = target[7:]
     path = "/" + rest.split("/", 1)[1] if "/" in rest else "/"
     kept = [h for h in headers if h.partition(":")[0].strip().lower() not in HOP_BY_HOP]
-    lines = [f"{method} {path} {version}", *kept, "Connection: close", "", ""]
+    authority = rest.split("/", 1)[0].rpartition("@")[2]
+    lines = [f"{method} {path} {version}", f"Host: {authority}", *kept, "Connection: close"]
+    lines += ["", ""]
     return "\r\n".join(lines).encode("latin-1")
 
 
@@ -289,9 +425,11 @@ async def _relay(
     writer: asyncio.StreamWriter,
     upstream_reader: asyncio.StreamReader,
     upstream: asyncio.StreamWriter,
+    framing: Framing | None,
 ) -> None:
-    """Bytes both ways until the upstream has said all: the client's end half-closes
-    the upstream; the upstream's end ends the connection."""
+    """Bytes both ways until the upstream has said all: the client's end (or, for a
+    plain request, its body's, ``framing``) half-closes the upstream; the upstream's
+    end ends the connection."""
 
     async def copy(source: asyncio.StreamReader, sink: asyncio.StreamWriter, half: bool) -> None:
         while data := await source.read(CHUNK):
@@ -301,7 +439,18 @@ async def _relay(
             with contextlib.suppress(OSError):
                 sink.write_eof()
 
-    outward = asyncio.create_task(copy(reader, upstream, True))
+    async def body(framing: Framing) -> None:
+        if framing == "chunked":
+            await _chunked(reader, upstream)
+        else:
+            await _exactly(reader, upstream, framing)
+        if upstream.can_write_eof():
+            with contextlib.suppress(OSError):
+                upstream.write_eof()
+
+    outward = asyncio.create_task(
+        copy(reader, upstream, True) if framing is None else body(framing)
+    )
     try:
         await copy(upstream_reader, writer, False)
         await writer.drain()
@@ -309,6 +458,34 @@ async def _relay(
         outward.cancel()
         with contextlib.suppress(asyncio.CancelledError, OSError):
             await outward
+
+
+async def _exactly(source: asyncio.StreamReader, sink: asyncio.StreamWriter, size: int) -> None:
+    while size > 0:
+        data = await source.read(min(size, CHUNK))
+        if not data:
+            return
+        sink.write(data)
+        await sink.drain()
+        size -= len(data)
+
+
+async def _chunked(source: asyncio.StreamReader, sink: asyncio.StreamWriter) -> None:
+    """A chunked body as it came, to its last chunk and trailers, and not a byte more
+    (a size that is not plain hex ends the relay: nothing ambiguous is passed on)."""
+    while True:
+        line = await source.readuntil(b"\r\n")
+        if not CHUNK_SIZE.fullmatch(line[:-2].partition(b";")[0].strip()):
+            return
+        sink.write(line)
+        size = int(line[:-2].partition(b";")[0].strip(), 16)
+        if size == 0:
+            while (trailer := await source.readuntil(b"\r\n")) != b"\r\n":
+                sink.write(trailer)
+            sink.write(trailer)
+            await sink.drain()
+            return
+        await _exactly(source, sink, size + 2)
 
 
 async def _reply(writer: asyncio.StreamWriter, status: int, text: str) -> None:

@@ -7,8 +7,9 @@
  * cgroup v2 folder; NETWORK the session's sandbox_network (on, off, allowlist, or
  * loopback and allowlist+loopback: with a user and network namespace of the command's
  * own, whose loopback it may use): under all but on a seccomp filter refuses every socket but Unix,
- * netlink and TCP ones (TCP is the ruleset's to refuse, by port), and io_uring
- * (confine_exec.py installs the same program). Under allowlist, CHANNEL_FD (or -1) is a
+ * netlink and TCP ones (TCP is the ruleset's to refuse, by port), io_uring and TCP Fast
+ * Open (a send with MSG_FASTOPEN connects without connect) (confine_exec.py installs the
+ * same program). Under allowlist, CHANNEL_FD (or -1) is a
  * Unix socket to treadle and PORT its proxy's: see proxy_inside. STATUS_FD is the write end of a pipe treadle reads to
  * its end:
  *
@@ -101,24 +102,32 @@ static void fail(int status, const char *what, int code, int exit_code) {
 #define ARG(n) (offsetof(struct seccomp_data, args) + 8 * (n))
 static struct sock_filter socket_filter[] = {
     BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)), /* 0 */
-    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SPAWN_ARCH, 0, 16),  /* 1 another: refused */
+    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SPAWN_ARCH, 0, 23),  /* 1 another: refused */
     BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-    BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, 0x40000000, 14, 0),  /* 3 x32: refused */
-    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_io_uring_setup, 13, 0),
-    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_socket, 0, 11), /* 5 not socket: allowed */
-    BPF_STMT(BPF_LD | BPF_W | BPF_ABS, ARG(0)),               /* 6 its family */
-    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 1 /* AF_UNIX */, 9, 0),
-    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 16 /* AF_NETLINK */, 8, 0),
+    BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, 0x40000000, 21, 0),  /* 3 x32: refused */
+    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_io_uring_setup, 20, 0),
+    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_sendto, 14, 0),   /* 5 its flags at 20 */
+    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_sendmmsg, 13, 0), /* 6 its flags at 20 */
+    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_sendmsg, 14, 0),  /* 7 its flags at 22 */
+    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_socket, 0, 15), /* 8 not socket: allowed */
+    BPF_STMT(BPF_LD | BPF_W | BPF_ABS, ARG(0)),               /* 9 its family */
+    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 1 /* AF_UNIX */, 13, 0),
+    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 16 /* AF_NETLINK */, 12, 0),
     BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 2 /* AF_INET */, 1, 0),
-    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 10 /* AF_INET6 */, 0, 7),
-    BPF_STMT(BPF_LD | BPF_W | BPF_ABS, ARG(1)),               /* 11 its type */
+    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 10 /* AF_INET6 */, 0, 11),
+    BPF_STMT(BPF_LD | BPF_W | BPF_ABS, ARG(1)),               /* 14 its type */
     BPF_STMT(BPF_ALU | BPF_AND | BPF_K, 0xf),
-    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 1 /* SOCK_STREAM */, 0, 4),
-    BPF_STMT(BPF_LD | BPF_W | BPF_ABS, ARG(2)),               /* 14 its protocol */
-    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0, 1, 0),
-    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 6 /* IPPROTO_TCP */, 0, 1),
-    BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),             /* 17 */
-    BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EACCES),    /* 18 */
+    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 1 /* SOCK_STREAM */, 0, 8),
+    BPF_STMT(BPF_LD | BPF_W | BPF_ABS, ARG(2)),               /* 17 its protocol */
+    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0, 5, 0),
+    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 6 /* IPPROTO_TCP */, 4, 5),
+    /* TCP Fast Open connects inside a send, where Landlock's connect rule never looks. */
+    BPF_STMT(BPF_LD | BPF_W | BPF_ABS, ARG(3)),               /* 20 sendto's, sendmmsg's flags */
+    BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, 0x20000000 /* MSG_FASTOPEN */, 3, 2),
+    BPF_STMT(BPF_LD | BPF_W | BPF_ABS, ARG(2)),               /* 22 sendmsg's flags */
+    BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, 0x20000000 /* MSG_FASTOPEN */, 1, 0),
+    BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),             /* 24 */
+    BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EACCES),    /* 25 */
 };
 #endif
 
@@ -148,8 +157,10 @@ static void write_file(int status, const char *path, const char *text) {
  * loopback of its own (brought up here); the user namespace keeps it from joining
  * treadle's (setns needs a capability it has only in its own). Before Landlock, which
  * would refuse the writes to /proc/self. 0 when the kernel refuses the namespaces and
- * they are not `required` (the allowlist then keeps to Landlock's port rule). */
-static int own_network(int status, int required) {
+ * they are not `required` (the allowlist then keeps to Landlock's port rule). Under off
+ * the loopback stays down (`up` 0): the namespace is there for what Landlock's TCP rules
+ * miss, a listen() that binds a port itself, which then answers nobody. */
+static int own_network(int status, int required, int up) {
     char map[64];
     unsigned uid = (unsigned)getuid(), gid = (unsigned)getgid();
     if (unshare(CLONE_NEWUSER | CLONE_NEWNET) != 0) {
@@ -161,6 +172,7 @@ static int own_network(int status, int required) {
     write_file(status, "/proc/self/uid_map", map);
     snprintf(map, sizeof map, "%u %u 1\n", gid, gid);
     write_file(status, "/proc/self/gid_map", map);
+    if (!up) return 1;
     int sock = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
     struct ifreq lo;
     memset(&lo, 0, sizeof lo);
@@ -181,7 +193,7 @@ static void proxy_inside(int status, int channel, int port, int required) {
         if (required) fail(status, "allowlist+loopback without a channel", EINVAL, 126);
         return;
     }
-    if (own_network(status, required)) {
+    if (own_network(status, required, 1)) {
         int listener = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
         struct sockaddr_in at;
         memset(&at, 0, sizeof at);
@@ -245,7 +257,8 @@ int main(int argc, char **argv) {
     filtered = strcmp(argv[5], "on") != 0;
     char **command = argv + 9;
     if (filtered && ruleset < 0) fail(status, "a network mode without a ruleset", EINVAL, 126);
-    if (strcmp(argv[5], "loopback") == 0) own_network(status, 1);
+    if (strcmp(argv[5], "off") == 0) own_network(status, 0, 0);
+    if (strcmp(argv[5], "loopback") == 0) own_network(status, 1, 1);
     if (strcmp(argv[5], "allowlist") == 0) proxy_inside(status, channel, port, 0);
     if (strcmp(argv[5], "allowlist+loopback") == 0) proxy_inside(status, channel, port, 1);
     if (ruleset >= 0) {

@@ -25,7 +25,24 @@ _ID = {
 }
 
 
-class ProcessOutputTool:
+class _ByProcessId:
+    """A tool that takes a background process's ``id``: what the two have in common."""
+
+    def __init__(self, processes: BackgroundProcesses) -> None:
+        self.processes = processes
+
+    def describe(self, arguments: Mapping[str, Any]) -> str:
+        return str(arguments.get("id", ""))
+
+    def answer(self, process: str, text: str | None) -> ToolResult:
+        """``text`` from the process, with its state; None: the id is not known."""
+        if text is None:
+            return ToolResult(unknown_text(process, self.processes.views()), True, "unknown id")
+        state = next((v.state.value for v in self.processes.views() if v.id == process), "")
+        return ToolResult(text, status=state)
+
+
+class ProcessOutputTool(_ByProcessId):
     """What a background process printed since the last read, and whether it still runs."""
 
     spec = ToolSpec(
@@ -35,21 +52,12 @@ class ProcessOutputTool:
     )
     access: Access = "read"
 
-    def __init__(self, processes: BackgroundProcesses) -> None:
-        self.processes = processes
-
-    def describe(self, arguments: Mapping[str, Any]) -> str:
-        return str(arguments.get("id", ""))
-
     async def run(self, arguments: Mapping[str, Any], context: ToolContext) -> ToolOutcome:
         process = str(arguments["id"])
-        text = self.processes.read(process, context.clock.now())
-        if text is None:
-            return ToolResult(unknown_text(process, self.processes.views()), True, "unknown id")
-        return ToolResult(text, status=_state_of(self.processes, process))
+        return self.answer(process, self.processes.read(process, context.clock.now()))
 
 
-class ProcessStopTool:
+class ProcessStopTool(_ByProcessId):
     """Stops a background process and everything it started; says what it printed last."""
 
     spec = ToolSpec(
@@ -59,19 +67,6 @@ class ProcessStopTool:
     )
     access: Access = "none"
 
-    def __init__(self, processes: BackgroundProcesses) -> None:
-        self.processes = processes
-
-    def describe(self, arguments: Mapping[str, Any]) -> str:
-        return str(arguments.get("id", ""))
-
     async def run(self, arguments: Mapping[str, Any], context: ToolContext) -> ToolOutcome:
         process = str(arguments["id"])
-        text = await self.processes.stop(process, context.clock.now)
-        if text is None:
-            return ToolResult(unknown_text(process, self.processes.views()), True, "unknown id")
-        return ToolResult(text, status=_state_of(self.processes, process))
-
-
-def _state_of(processes: BackgroundProcesses, process: str) -> str:
-    return next((view.state.value for view in processes.views() if view.id == process), "")
+        return self.answer(process, await self.processes.stop(process, context.clock.now))

@@ -60,9 +60,9 @@ def sendable_arguments(raw: str) -> str:
 def parse_arguments(raw: str, schema: Mapping[str, Any]) -> Result[dict[str, Any], str]:
     """Parse the JSON text of a call's arguments and check it against ``schema``."""
     parsed = load_json(raw) if raw.strip() else Success({})
-    value = parsed.value_or(None)
-    if value is None:
+    if isinstance(parsed, Failure):  # a JSON null is a value, not a failure to read
         return Failure(f"the arguments are not valid JSON ({parsed.failure()})")
+    value = parsed.unwrap()
     if not isinstance(value, dict):
         return Failure(f"the arguments must be a JSON object, not {_type_name(value)}")
     problem = _check(value, schema, "")

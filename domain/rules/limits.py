@@ -107,13 +107,22 @@ def check_spending(
 def _shown(limit: LimitName, spent: float, allowed: float) -> str:
     match limit:
         case "cost":
-            return f"${spent:.2f} of ${allowed:.2f}"
+            return f"{_dollars(spent)} of {_dollars(allowed)}"
         case "tokens":
             return f"{int(spent):,} of {int(allowed):,} tokens"
         case "requests":
             return f"{int(spent)} of {int(allowed)} requests"
         case "time":
             return f"{duration_text(spent)} of {duration_text(allowed)}"
+
+
+def _dollars(amount: float) -> str:
+    """Cents, or what a sum under a cent is (``--max-cost 0.001`` is not "$0.00").
+
+    >>> _dollars(0.5), _dollars(0.0013), _dollars(0), _dollars(1e-300)
+    ('$0.50', '$0.0013', '$0.00', '$1e-300')
+    """
+    return f"${amount:.2f}" if amount >= 0.01 or amount == 0 else f"${amount:.2g}"
 
 
 _DURATION = re.compile(r"(?:(\d+(?:\.\d+)?)h)?(?:(\d+(?:\.\d+)?)m)?(?:(\d+(?:\.\d+)?)s?)?\Z")

@@ -201,6 +201,19 @@ def host_allowed(host: str, allow: Sequence[str], deny: Sequence[str]) -> bool:
     return any(host_matches(host, pattern) for pattern in allow)
 
 
+def host_named_exactly(host: str, allow: Sequence[str]) -> bool:
+    """Whether ``allow`` names ``host`` itself, not by a glob: what reaching the
+    machine's own loopback through the proxy takes.
+
+    >>> host_named_exactly("LocalHost.", ("localhost",)), host_named_exactly("localhost", ("*",))
+    (True, False)
+    """
+    name = normal_host(host)
+    return any(
+        normal_host(pattern) == name and not any(c in pattern for c in "*?[") for pattern in allow
+    )
+
+
 def refusal_line(host: str) -> str:
     """The line a refused connection adds to the command's result and the screen."""
     return f"network: {normal_host(host) or '(no host)'} not allowed"

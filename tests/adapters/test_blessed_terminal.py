@@ -8,6 +8,8 @@ import json
 
 import pytest
 from blessed import Terminal
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tests.adapters.vt_emulator import VirtualScreen
 from treadle.adapters.blessed_terminal import BlessedTerminal
@@ -34,7 +36,7 @@ from treadle.domain.values.events import (
     UsageUpdated,
 )
 from treadle.domain.values.outcome import FailureKind, OutcomeKind, TurnOutcome
-from treadle.domain.values.tools import ApprovalRequest, Declined
+from treadle.domain.values.tools import ApprovalRequest, Declined, ToolEnding
 
 WIDTH, HEIGHT = 100, 20
 BASH = ToolCall("call_1", "bash", json.dumps({"command": "ls -la"}))
@@ -128,6 +130,20 @@ def test_the_answer_streams_onto_one_row_with_the_status_line_under_it(rig: Rig)
     assert screen.lines[2].startswith("writing the answer · 1 request · 0 in / 0 out tokens")
     assert screen.lines[2].endswith("· 0.0 s · Esc to stop")
     assert screen.cursor_row == "The test fails because"  # the next piece lands here
+
+
+def test_a_long_line_streaming_shows_rendered_and_wrapped_as_it_will_stay(rig: Rig) -> None:
+    rig.term.columns = 40
+    rig.start()
+    words = "changed **runner.py** so that a command stopped at its deadline keeps " * 3
+    for piece in ("- ", *words.split(" ")):
+        rig.terminal.show(AnswerDelta(piece + " "))
+        rig.time.now += 0.06
+    live = rig.lines[1:-1]  # between the task and the status line
+    assert live[0].startswith("• changed runner.py so that")  # no marks, its bullet
+    assert len(live) > 3 and all(row.startswith("  ") for row in live[1:])  # every row
+    rig.terminal.show(AnswerDelta("\n"))
+    assert rig.lines[1 : 1 + len(live)] == live  # committed where it was shown
 
 
 def test_a_fast_stream_of_lines_works_the_status_rows_out_once_per_fifty_ms(
@@ -795,6 +811,7 @@ async def test_a_question_is_not_answered_by_what_was_typed_ahead(rig: Rig) -> N
     asking = asyncio.create_task(rig.terminal.ask_question("Which file?"))
     await asyncio.sleep(0)
     assert rig.screen().cursor_row == "answer ›"
+    rig.time.now += 1.0  # the question is read
     typed(rig, "a.py\n")
     assert await asyncio.wait_for(asking, 1) == "a.py"
     assert rig.lines[-1] == "› later"
@@ -821,6 +838,31 @@ async def test_a_long_task_wraps_over_rows_that_grow_upwards_at_every_width(rig:
     assert (screen.cursor_row.startswith("› word0"), screen.x) == (True, 2)
     rig.terminal.press(Key.ENTER)
     assert await asyncio.wait_for(reading, 1) == words
+    # Sent, it stays in the log broken between words as it was shown, under its text.
+    screen = VirtualScreen(120, HEIGHT).feed(rig.out.getvalue())
+    first = next(i for i, row in enumerate(screen.lines) if row.startswith("› word0 "))
+    rows = screen.lines[first : first + -(-len(words) // 100)]
+    assert all(len(row) < 120 for row in rows) and len(rows) > 1
+    assert all(row.startswith("  word") for row in rows[1:])
+    assert " ".join(row[2:] for row in rows).split() == words.split()
+
+
+async def test_a_long_question_stays_broken_between_words(rig: Rig) -> None:
+    rig.term.columns = 40
+    rig.terminal.can_answer = True
+    rig.start()
+    question = "Which of the three failing branches should I rebase onto main first?"
+    asking = asyncio.create_task(rig.terminal.ask_question(question))
+    await asyncio.sleep(0)
+    for key in ("o", "n", "e", Key.ENTER):
+        rig.terminal.press(key)
+    assert await asyncio.wait_for(asking, 1) == "one"
+    screen = VirtualScreen(40, HEIGHT).feed(rig.out.getvalue())
+    first = screen.lines.index("? Which of the three failing branches")
+    assert screen.lines[first + 1 : first + 3] == [
+        "  should I rebase onto main first?",
+        "answer › one",
+    ]
 
 
 # Ctrl-O on results ----------------------------------------------------------------
@@ -878,3 +920,167 @@ async def test_ctrl_o_at_a_question_shows_the_results_only_after_its_answer(rig:
     lines = rig.lines
     answered = lines.index("answer › yes")
     assert lines[answered + 1] == "▸ bash seq 30 · in full, as the model read it"
+
+
+async def test_keys_typed_ahead_as_an_approval_appears_are_the_lines_not_an_answer(
+    rig: Rig,
+) -> None:
+    rig.terminal.can_answer = True
+    rig.start()
+    typed(rig, "an")  # typing the next task as the turn runs
+    rig.time.now += 0.1
+    asking = asyncio.create_task(rig.terminal.ask_approval(ApprovalRequest("bash", "ls", "ls")))
+    await asyncio.sleep(0)
+    for key in "d then ":  # the person has not read the question yet: no "always"
+        rig.time.now += 0.1
+        rig.terminal.press(key)
+    await asyncio.sleep(0)
+    assert not asking.done()
+    rig.time.now += 1.0  # a pause: the question is read, the next key answers it
+    rig.terminal.press("y")
+    assert await asyncio.wait_for(asking, 1) == "yes"
+    assert rig.terminal.prompts.typed == "" and rig.lines[-1] == "› and then"
+
+
+async def test_an_enter_typed_ahead_as_a_question_appears_queues_the_line_not_an_answer(
+    rig: Rig,
+) -> None:
+    rig.terminal.can_answer = True
+    rig.start()
+    typed(rig, "run the")
+    asking = asyncio.create_task(rig.terminal.ask_question("Which file?"))
+    await asyncio.sleep(0)
+    rig.time.now += 0.2
+    typed(rig, " tests\n")
+    await asyncio.sleep(0)
+    assert not asking.done() and rig.terminal.prompts.queued == ["run the tests"]
+    rig.time.now += 1.0
+    typed(rig, "a.py\n")
+    assert await asyncio.wait_for(asking, 1) == "a.py"
+
+
+AGENT = ToolCall("call_9", "agent", json.dumps({"task": "survey sizes"}))
+
+
+@pytest.mark.parametrize("asker", ["agent-1", "agent-1/agent-1"])
+async def test_a_sub_agents_call_stops_its_clock_while_the_person_is_asked_for_it(
+    rig: Rig, asker: str
+) -> None:
+    rig.terminal.can_answer = True
+    rig.start()
+    rig.terminal.show(ToolStarted(AGENT, "survey sizes"))
+    rig.terminal.show(SubAgentStarted("agent-1", "survey sizes", 30, 600))
+    if asker != "agent-1":  # a sub-agent of the sub-agent asks: its caller waits too
+        rig.terminal.show(ToolStarted(SLEEP, "sleep 1", agent="agent-1"))
+    rig.time.now += 2.0
+    request = ApprovalRequest("bash", "du -a .", "du", agent=asker)
+    asking = asyncio.create_task(rig.terminal.ask_approval(request))
+    await asyncio.sleep(0)
+
+    def agent_row() -> str:
+        rig.terminal.redraw()
+        return next(row for row in rig.lines if "agent survey sizes" in row)
+
+    rig.time.now += 40.0  # the person takes their time
+    assert agent_row().endswith("· 2.0 s")
+    rig.terminal.press("y")
+    assert await asyncio.wait_for(asking, 1) == "yes"
+    rig.time.now += 1.0
+    assert agent_row().endswith("· 3.0 s")  # the time it worked, not the time it waited
+
+
+async def test_another_sub_agents_clock_runs_on_while_the_person_is_asked(rig: Rig) -> None:
+    rig.terminal.can_answer = True
+    rig.start()
+    rig.terminal.show(ToolStarted(AGENT, "survey sizes"))
+    rig.terminal.show(SubAgentStarted("agent-1", "survey sizes", 30, 600))
+    asking = asyncio.create_task(
+        rig.terminal.ask_approval(ApprovalRequest("bash", "du -a .", "du", agent="agent-2"))
+    )
+    await asyncio.sleep(0)
+    rig.time.now += 5.0
+    rig.terminal.redraw()
+    assert next(row for row in rig.lines if "agent survey sizes" in row).endswith("· 5.0 s")
+    rig.terminal.press("y")
+    await asyncio.wait_for(asking, 1)
+
+
+async def test_ctrl_d_typed_ahead_on_an_empty_line_leaves_once_the_turn_ended(rig: Rig) -> None:
+    rig.start()
+    rig.terminal.press(Key.CTRL_D)  # pressed as the answer came, before the prompt is back
+    rig.terminal.show(ended(TurnOutcome(OutcomeKind.FINISHED)))
+    assert await asyncio.wait_for(rig.terminal.read_task(), 1) is None
+
+
+async def test_a_key_after_a_ctrl_d_typed_ahead_takes_the_leaving_back(rig: Rig) -> None:
+    rig.start()
+    typed(rig, "x")
+    rig.terminal.press(Key.CTRL_D)  # not an empty line: a delete, not a leaving
+    rig.terminal.press(Key.BACKSPACE)
+    rig.terminal.press(Key.CTRL_D)
+    typed(rig, "go on\n")
+    rig.terminal.show(ended(TurnOutcome(OutcomeKind.FINISHED)))
+    assert await asyncio.wait_for(rig.terminal.read_task(), 1) == "go on"
+
+
+def test_a_sub_agent_stopped_at_its_deadline_is_marked_stopped_not_done(rig: Rig) -> None:
+    rig.start()
+    rig.terminal.show(ToolStarted(AGENT, "survey sizes"))
+    rig.terminal.show(ToolFinished(AGENT, "deadline", False, 3.5, ending=ToolEnding.DEADLINE))
+    done = ToolCall("call_8", "agent", json.dumps({"task": "count files"}))
+    rig.terminal.show(ToolStarted(done, "count files"))
+    rig.terminal.show(ToolFinished(done, "finished", False, 1.0))  # done: no line of its own
+    lines = rig.lines
+    assert "■ agent survey sizes · deadline · 3.5 s" in lines
+    assert not any(line.startswith("✓ agent") for line in lines)
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.integers(20, 300), min_size=1, max_size=6), st.booleans())
+def test_after_any_resizes_between_20_and_300_columns_one_status_row_and_nothing_stale(
+    widths: list[int], approving: bool
+) -> None:
+    """While an answer streams, or while an approval waits (a turn never does both)."""
+    import pyte
+
+    async def run() -> None:
+        rig = Rig()
+        rig.terminal.can_answer = True
+        screen = pyte.Screen(WIDTH, HEIGHT)
+        stream = pyte.Stream(screen)
+        fed = 0
+
+        def shown() -> list[str]:
+            nonlocal fed
+            rig.terminal.screen.flush()
+            stream.feed(rig.out.getvalue()[fed:])
+            fed = len(rig.out.getvalue())
+            return [row.rstrip() for row in screen.display]
+
+        rig.start()
+        rig.terminal.show(ToolStarted(SLEEP, "sleep 30"))
+        asking = None
+        if approving:
+            request = ApprovalRequest("bash", "rm -rf build", "rm")
+            asking = asyncio.create_task(rig.terminal.ask_approval(request))
+            await asyncio.sleep(0)
+        for width in widths:
+            rig.term.columns = width
+            screen.resize(HEIGHT, width)
+            if not approving:
+                rig.terminal.show(AnswerDelta("The check ran over **every module** and "))
+            rig.time.now += 0.1
+            rig.terminal.redraw()
+            rows = shown()
+            status = [row for row in rows if row.startswith(("writ", "wait"))]
+            assert len(status) == 1, rows
+            live = [row for row in rows if row in status or "[y]es" in row or "sle" in row]
+            assert all(len(row) < width for row in live), rows
+            assert sum("[y]es" in row for row in rows) == approving, rows
+            assert not [row for row in rows if "tokens" in row and row not in status], rows
+            assert not [row for row in rows if "**" in row], rows  # the live line rendered
+        if asking is not None:
+            rig.terminal.press("y")
+            await asyncio.wait_for(asking, 1)
+
+    asyncio.run(run())

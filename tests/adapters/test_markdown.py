@@ -138,6 +138,31 @@ def test_the_unfinished_line_is_pending_not_committed() -> None:
     assert len(pending_rows("x" * 1000, 21)) == 3
 
 
+def test_the_unfinished_line_shows_as_it_will_be_committed() -> None:
+    line = "- changed **runner.py** so that a command stopped at its deadline keeps its output"
+    renderer = AnswerRenderer(marked(), lambda: 40)
+    renderer.feed(line)
+    live = renderer.pending_rows(40, most=10)
+    assert live == renderer.finish()  # the rows do not move when the line is committed
+    assert live[0].startswith("• changed <b>runner.py</b>") and live[1].startswith("  ")
+
+
+def test_the_unfinished_line_of_a_code_block_shows_behind_its_gutter() -> None:
+    renderer = AnswerRenderer(MarkdownStyles(), lambda: 40)
+    assert renderer.feed("```python\n") == ["│ python"]
+    renderer.feed("def fix(pa")
+    assert renderer.pending_rows(40) == ["│ def fix(pa"]
+    renderer.feed("th):\n``")
+    assert renderer.pending_rows(40) == []  # the fence closing: nothing to show
+
+
+def test_the_live_rows_of_an_unfinished_line_are_its_last_ones() -> None:
+    renderer = AnswerRenderer(MarkdownStyles(), lambda: 21)
+    renderer.feed("word " * 200)
+    assert len(renderer.pending_rows(21)) == 3
+    assert len(renderer.pending_rows(21, most=8)) == 8
+
+
 def test_escape_sequences_from_the_model_never_reach_the_terminal() -> None:
     rows = rendered("\x1b]0;owned\x07**a**\x1b[2J\n")
     assert rows == ["a"]

@@ -118,6 +118,26 @@ def test_a_continued_answer_reads_as_one_line_with_the_note_after_it() -> None:
     ]
 
 
+@pytest.mark.parametrize("width", [None, 80])
+def test_a_note_in_the_middle_of_a_line_comes_where_that_line_ends(width: int | None) -> None:
+    from treadle.domain.values.events import AnswerDelta, ContinuationRequested
+
+    out = io.StringIO()
+    terminal = PlainTerminal(out, width=(lambda: 80) if width else None)
+    terminal.show(AnswerDelta("The quick brown "))
+    terminal.show(ContinuationRequested(1, 16384))
+    terminal.show(AnswerDelta("fox.\nIt jumped "))
+    terminal.show(AnswerDelta("over the dog.\n"))
+    terminal.show(TurnEnded(TurnOutcome(OutcomeKind.FINISHED), Usage(1, 2), 2, 0.5))
+    assert out.getvalue().splitlines() == [
+        "The quick brown fox.",
+        "… answer cut by its token budget; continuing (1, 16384 tokens)",
+        "It jumped over the dog.",
+        "2 requests · 1 in / 2 out tokens · 0.5 s",
+        "Turn finished",
+    ]
+
+
 def test_a_reader_that_went_away_pauses_the_turn_instead_of_crashing() -> None:
     class ClosedPipe(io.StringIO):
         def write(self, text: str) -> int:

@@ -137,3 +137,10 @@ def test_a_number_longer_than_python_reads_is_not_json_it_can_use() -> None:
     from treadle.domain.rules.arguments import load_json
 
     assert "4300" in str(load_json("1" * 4320).failure())
+
+
+def test_arguments_that_are_json_null_are_an_error_the_model_reads_not_a_crash() -> None:
+    from treadle.domain.rules.arguments import parse_arguments
+
+    result = parse_arguments("null", {"type": "object", "properties": {}})
+    assert result.failure() == "the arguments must be a JSON object, not null"

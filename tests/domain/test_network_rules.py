@@ -120,3 +120,12 @@ def test_the_proxy_variables_send_every_client_through_it_and_none_around() -> N
     for name in ("HTTP_PROXY", "https_proxy", "ALL_PROXY", "PIP_PROXY", "npm_config_proxy"):
         assert env[name] == "http://t:-@127.0.0.1:4000"
     assert env["NO_PROXY"] == env["no_proxy"] == ""
+
+
+def test_only_a_name_listed_as_itself_is_named_exactly() -> None:
+    from treadle.domain.rules.network import host_named_exactly
+
+    assert host_named_exactly("LOCALHOST.", ("localhost",))
+    assert not host_named_exactly("localhost", ("*",))
+    assert not host_named_exactly("localhost", ("localhos?",))
+    assert not host_named_exactly("127.0.0.1", ("127.0.0.[0-9]",))

@@ -145,3 +145,13 @@ async def test_each_turn_spends_its_own_limit(rig) -> None:
     assert (await r.agent.run_turn("x")).kind is OutcomeKind.BLOCKED
     r.agent.meter.limits = SpendingLimits(requests=5)  # resumed with a higher limit
     assert (await r.agent.run_turn("Continue.")).kind is OutcomeKind.FINISHED
+
+
+def test_a_limit_under_a_cent_is_shown_as_it_is_not_as_nothing() -> None:
+    from treadle.domain.rules.limits import LimitReached
+
+    assert LimitReached("cost", 0.0013, 0.001).line() == (
+        "spending limit reached: $0.0013 of $0.001"
+    )
+    assert LimitReached("cost", 0.0013, 1e-300).line().endswith("of $1e-300")
+    assert LimitReached("cost", 0.5, 0.5).line() == "spending limit reached: $0.50 of $0.50"

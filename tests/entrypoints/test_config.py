@@ -617,3 +617,76 @@ def test_the_readme_s_hooks_are_valid(tmp_path: Path) -> None:
     config.write_text(block, encoding="utf-8")
     hooks = read_file_values(config)["hooks"]
     assert set(hooks) == {"PreToolUse", "Stop"}
+
+
+@pytest.mark.parametrize(
+    ("user", "project", "held", "network", "deny"),
+    [
+        # what the user chose is the bound: allowlist is wider than off
+        ('sandbox_network = "off"', 'sandbox_network = "allowlist"', True, "off", ()),
+        ('sandbox_network = "allowlist"', 'sandbox_network = "off"', False, "off", ()),
+        # a deny list the project's replaces must keep every entry of the user's
+        ('network_deny = ["gist.github.com"]', "network_deny = []", True, "on",
+         ("gist.github.com",)),
+        ('network_deny = ["gist.github.com"]', 'network_deny = ["evil.test"]', True, "on",
+         ("gist.github.com",)),
+        ('network_deny = ["gist.github.com"]', 'network_deny = ["gist.github.com", "x.test"]',
+         False, "on", ("gist.github.com", "x.test")),
+    ],
+)  # fmt: skip
+def test_a_project_file_narrows_the_network_from_what_the_user_chose_never_widens_it(
+    places: tuple[Path, Path, dict[str, str]],
+    user: str,
+    project: str,
+    held: bool,
+    network: str,
+    deny: tuple[str, ...],
+) -> None:
+    app = load(places, user=user, project=project)
+
+    assert bool(app.held_back) is held, app.held_back
+    assert (app.sandbox_network, app.network_deny) == (network, deny)
+
+
+PRICED = '\nmodel = "demo"\n[prices."demo"]\ninput = 1.0\noutput = 2.0\n'
+
+
+@pytest.mark.parametrize(
+    ("user", "project", "held"),
+    [
+        ("max_cost = 1" + PRICED, "max_cost = 1000", True),  # a user's limit is never raised
+        ("max_cost = 1" + PRICED, "max_cost = 0.5", False),
+        (PRICED, "max_cost = 1000", False),  # where the user set none, any limit narrows
+        ("max_requests = 5", "max_requests = 500", True),
+        ("max_tokens_total = 100", "max_tokens_total = 100000", True),
+        ('max_time = "1m"', 'max_time = "1h"', True),
+        ('max_time = "1h"', 'max_time = "1m"', False),
+        # prices lowered below the user's would let a cost limit be spent past its sum
+        (PRICED, '[prices."demo"]\ninput = 0.0\noutput = 0.0', True),
+        (PRICED, '[prices."demo"]\noutput = 3.0', False),
+        # an answer's schema goes to the model: a file outside the folder is not the repo's
+        ("", 'output_schema = "/home/someone/.docker/config.json"', True),
+        ("", 'output_schema = "../outside.json"', True),
+        ("", 'output_schema = "schemas/answer.json"', False),
+    ],
+)
+def test_a_project_file_cannot_loosen_spending_limits_or_read_a_schema_outside_its_folder(
+    places: tuple[Path, Path, dict[str, str]], user: str, project: str, held: bool
+) -> None:
+    app = load(places, user=user, project=project)
+
+    assert bool(app.held_back) is held, app.held_back
+
+
+def test_a_schema_symlinked_out_of_the_folder_is_held_back(
+    places: tuple[Path, Path, dict[str, str]], tmp_path: Path
+) -> None:
+    _, workspace, _ = places
+    secret = tmp_path / "credentials.json"
+    secret.write_text('{"auths": {"registry": {"auth": "c2VjcmV0"}}}')
+    (workspace / "answer.json").symlink_to(secret)
+
+    app = load(places, project='output_schema = "answer.json"')
+
+    assert app.held_back == ("output_schema",)
+    assert not app.output_schema

@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from tests.processes import run_treadle, treadle_env, write_script
 
 SCHEMA = {
@@ -104,3 +106,76 @@ def test_a_replay_of_a_corrected_answer_makes_the_same_correction(tmp_path: Path
     replayed = run_treadle("replay", str(transcript), "--check", cwd=tmp_path / "work", env=env)
     assert replayed.returncode == 0, replayed.stdout + replayed.stderr
     assert "2 requests, no divergence" in replayed.stdout
+
+
+HOSTILE_SCHEMAS = {
+    "a $ref to itself": '{"$ref": "#"}',
+    "a loop of $refs": '{"$defs": {"a": {"$ref": "#/$defs/b"}, "b": {"allOf": [{"$ref": '
+    '"#/$defs/a"}]}}, "$ref": "#/$defs/a"}',
+    "a $ref to the web": '{"$ref": "https://schemas.example/answer.json"}',
+    "a $ref to a local file": '{"properties": {"a": {"$ref": "file:///etc/passwd"}}}',
+    "a $ref to nothing in the file": '{"properties": {"a": {"$ref": "#/$defs/missing"}}}',
+    "nesting too deep to parse": '{"items": ' * 5000 + "{}" + "}" * 5000,
+    "nesting too deep to check": '{"items": ' * 900 + "{}" + "}" * 900,
+    "over the size a prompt can carry": json.dumps(
+        {"type": "object", "description": "x" * 600_000}
+    ),
+}
+
+
+@pytest.mark.parametrize("text", HOSTILE_SCHEMAS.values(), ids=HOSTILE_SCHEMAS.keys())
+def test_a_hostile_schema_is_refused_in_one_line_before_any_request(
+    tmp_path: Path, text: str
+) -> None:
+    """Refused when it is read (exit 2, one line), never an internal error mid-turn, and
+    nothing is fetched for a $ref."""
+    hostile = tmp_path / "hostile.json"
+    hostile.write_text(text, encoding="utf-8")
+    script = write_script(tmp_path, {"text": '{"a": [[1]]}'}, {"text": '{"a": 1}'})
+    done = run_treadle(
+        "--model", f"script:{script}", "--output-schema", str(hostile), "--print", "count",
+        cwd=tmp_path, env=treadle_env(tmp_path), timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stderr.count("\n") == 1, done.stderr
+    assert "output_schema" in done.stderr and "internal error" not in done.stderr
+    assert "Traceback" not in done.stdout + done.stderr
+
+
+def test_a_recursive_schema_that_descends_into_the_value_still_works(tmp_path: Path) -> None:
+    tree = {
+        "type": "object",
+        "properties": {"children": {"type": "array", "items": {"$ref": "#"}}},
+        "required": ["children"],
+    }
+    schema = tmp_path / "tree.json"
+    schema.write_text(json.dumps(tree), encoding="utf-8")
+    script = write_script(tmp_path, {"text": '{"children": [{"children": []}]}'})
+    done = run_treadle(
+        "--model", f"script:{script}", "--output-schema", str(schema), "--print", "count",
+        cwd=tmp_path, env=treadle_env(tmp_path),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_refs_to_embedded_ids_and_anchors_resolve_and_a_deep_answer_is_an_error() -> None:
+    from treadle.adapters.output_schema import output_contract
+
+    contract = output_contract({
+        "$id": "https://x.test/root.json",
+        "$defs": {
+            "n": {"$id": "node.json", "properties": {"k": {"$ref": "#/$defs/leaf"}},
+                  "$defs": {"leaf": {"type": "integer"}}},
+            "a": {"$anchor": "pos", "minimum": 0},
+        },
+        "properties": {"node": {"$ref": "node.json"}, "p": {"$ref": "#pos"}},
+    })  # fmt: skip
+    assert contract.errors({"node": {"k": "x"}, "p": -1}) == [
+        "$.node.k: 'x' is not of type 'integer'",
+        "$.p: -1 is less than the minimum of 0",
+    ]
+    nested: list[object] = []
+    for _ in range(3000):
+        nested = [nested]
+    tree = output_contract({"type": "array", "items": {"$ref": "#"}})
+    assert tree.errors(nested) == ["$: nested too deep to check"]

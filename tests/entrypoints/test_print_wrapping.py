@@ -33,6 +33,25 @@ def test_print_on_a_terminal_wraps_the_answer_between_words(tmp_path: Path) -> N
     assert any(row.startswith("Turn finished") for row in shown)
 
 
+def test_print_on_a_terminal_breaks_its_own_lines_between_words_too(tmp_path: Path) -> None:
+    command = "find . -name '*.py' -not -path './.venv/*' -not -path './build/*' | wc -l"
+    script = write_script(
+        tmp_path,
+        {"tool_calls": [{"name": "bash", "arguments": {"command": command}}]},
+        {"text": "Counted."},
+    )
+    args = ["--model", f"script:{script}", "--print", "--approval", "auto", "count"]
+    shown = EmulatedTerminal(tmp_path, args, columns=40, rows=20).finish()
+    start = next(i for i, row in enumerate(shown) if row.startswith("→ bash: find"))
+    assert shown[start : start + 4] == [
+        "→ bash: find . -name '*.py' -not -path",
+        "  './.venv/*' -not -path './build/*' |",
+        "  wc -l",
+        shown[start + 3],
+    ]
+    assert shown[start + 3].startswith("  ✓ bash: exit 0")
+
+
 def test_print_into_a_pipe_writes_the_answer_unchanged(tmp_path: Path) -> None:
     script = write_script(tmp_path, {"text": ANSWER, "chunks": 9})
     env = treadle_env(tmp_path, COLUMNS="40")

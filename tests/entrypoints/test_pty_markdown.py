@@ -125,3 +125,38 @@ def test_after_resizes_the_screen_holds_one_status_line_and_no_fragments(
     child.expect(pexpect.EOF, timeout=30)
     child.close()
     assert child.exitstatus == 0
+
+
+def test_resizes_while_an_answer_streams_leave_one_status_line_and_no_fragments(
+    tmp_path: Path,
+) -> None:
+    sentence = "The check ran over **every module** and found the `deadline` ignored twice. "
+    pieces = [word + " " for word in (sentence * 60).split(" ") if word]
+    script = write_script(
+        tmp_path,
+        {"text": pieces, "chunk_delay": 0.02, "usage": {"input_tokens": 1825, "output_tokens": 68}},
+    )
+    args = ["--model", f"script:{script}", "--approval", "auto", "explain"]
+    terminal = EmulatedTerminal(tmp_path, args, columns=120, rows=24)
+    terminal.read_until(lambda shown: any(row.startswith("writing the answer") for row in shown))
+    for width in (60, 40, 100):
+        terminal.resize(width)
+
+        def redrawn(shown: list[str], width: int = width) -> bool:
+            status = [i for i, row in enumerate(shown) if "Esc to stop" in row]
+            return (
+                len(status) == 1 and len(shown[status[0]]) < width and "ran" in shown[status[0] - 1]
+            )
+
+        shown = terminal.read_until(redrawn)
+        status = [row for row in shown if "Esc to stop" in row]
+        assert len(status) == 1, shown
+        assert status[0].startswith("writing the answer"), shown
+        assert not [row for row in shown if "tokens" in row and "Esc to stop" not in row], shown
+        assert not [row for row in shown if "writing" in row and row is not status[0]], shown
+        # The unfinished line shows rendered, within this width.
+        live = shown[: shown.index(status[0])]
+        assert not any("**" in row or "`" in row for row in live[-4:]), shown
+        assert all(len(row) < width for row in live[-4:]), shown
+    rows = terminal.finish()
+    assert any(row.startswith("Turn finished") for row in rows)

@@ -99,3 +99,42 @@ def test_resizes_in_a_reflowing_terminal_leave_one_status_line_and_no_fragments(
         assert redrawn(shown), "\n".join(shown)
         assert sum("[y]es" in row for row in shown) == (approval == "ask"), shown
         assert sum(row == "Task: wait" for row in shown) == 1, shown
+
+
+def test_resizes_while_an_answer_streams_in_a_reflowing_terminal_leave_no_fragments(
+    tmp_path: Path, tmux: Tmux
+) -> None:
+    sentence = "The check ran over **every module** and found the `deadline` ignored twice. "
+    pieces = [word + " " for word in (sentence * 60).split(" ") if word]
+    usage = {"input_tokens": 1825, "output_tokens": 68}
+    script = write_script(tmp_path, {"text": pieces, "chunk_delay": 0.02, "usage": usage})
+    env = treadle_env(tmp_path, TERM="xterm-256color")
+    for inherited in ("NO_COLOR", "COLUMNS", "LINES", "TMUX"):
+        env.pop(inherited, None)
+    command = shlex.join(
+        [sys.executable, "-m", "treadle", "--model", f"script:{script}", "--approval", "auto", "x"]
+    )
+    exports = " ".join(f"{key}={shlex.quote(value)}" for key, value in env.items())
+    tmux(
+        "new-session", "-d", "-s", "t", "-x", "120", "-y", "24",
+        f"cd {shlex.quote(str(tmp_path))} && env -i {exports} {command}; sleep 60",
+    )  # fmt: skip
+    tmux.until(lambda shown: any(row.startswith("writing the answer") for row in shown))
+    for width in (60, 40, 100):
+        tmux("resize-window", "-t", "t", "-x", str(width))
+
+        def redrawn(shown: list[str], width: int = width) -> bool:
+            parts = ("tokens", "request", "Esc", "to stop", "writing the")
+            pieces = [row for row in shown if any(part in row for part in parts)]
+            return (
+                len(pieces) == 1
+                and pieces[0].startswith("writing the answer")
+                and pieces[0].endswith("Esc to stop")
+                and len(pieces[0]) < width
+            )
+
+        shown = tmux.until(redrawn)
+        assert redrawn(shown), "\n".join(shown)
+        assert sum(row == "Task: x" for row in shown) <= 1, shown
+        status = next(i for i, row in enumerate(shown) if row.startswith("writing the answer"))
+        assert all(len(row) < width for row in shown[max(0, status - 4) : status]), shown

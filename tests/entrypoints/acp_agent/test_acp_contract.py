@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from acp import RequestError, text_block
+from acp import PROTOCOL_VERSION, RequestError, text_block
 from acp.schema import McpServerStdio
 
 from tests.entrypoints.acp_agent.acp_client import RecordingClient, treadle_acp
@@ -337,3 +337,90 @@ async def test_the_editors_mcp_servers_are_added_to_the_session(
     on_call = [u for u in client.updates if getattr(u, "tool_call_id", "") == "call_1"]
     assert [u.status for u in on_call][:2] == ["in_progress", "completed"]
     assert "via the editor" in on_call[-1].content[-1].content.text, on_call
+
+
+async def test_the_model_is_a_configuration_option_the_editor_switches_between_turns(
+    tmp_path: Path, workspace: Path
+) -> None:
+    (tmp_path / "first").mkdir()
+    (tmp_path / "second").mkdir()
+    first = write_script(tmp_path / "first", saying("the first model"), saying("again first"))
+    second = write_script(tmp_path / "second", saying("the second model"))
+    client = RecordingClient()
+    flags = ("--model", f"script:{first}", "--models", f"script:{second},script:nowhere.json")
+    async with treadle_acp(client, tmp_path, *flags) as (conn, _):
+        session = await conn.new_session(cwd=str(workspace), mcp_servers=[])
+        assert session.config_options is not None
+        [option] = session.config_options
+        assert (option.id, option.category, option.current_value) == (
+            "model",
+            "model",
+            f"script:{first}",
+        )
+        assert [choice.value for choice in option.options] == [
+            f"script:{first}",
+            f"script:{second}",
+            "script:nowhere.json",
+        ]
+        session_id = session.session_id
+        await conn.prompt(session_id=session_id, prompt=[text_block("one")])
+        changed = await conn.set_config_option(
+            config_id="model", session_id=session_id, value=f"script:{second}"
+        )
+        assert changed is not None and changed.config_options[0].current_value == f"script:{second}"
+        await conn.prompt(session_id=session_id, prompt=[text_block("two")])
+        with pytest.raises(RequestError) as unknown:  # a model not offered
+            await conn.set_config_option(
+                config_id="model", session_id=session_id, value="openai:gpt-9"
+            )
+        assert unknown.value.code == -32602
+        with pytest.raises(RequestError) as broken:  # offered, but it cannot be built
+            await conn.set_config_option(
+                config_id="model", session_id=session_id, value="script:nowhere.json"
+            )
+        assert broken.value.code == -32602
+    assert client.text() == "the first modelthe second model"
+
+
+async def test_a_model_chosen_while_a_turn_runs_answers_from_the_next_turn(
+    tmp_path: Path, workspace: Path
+) -> None:
+    (tmp_path / "first").mkdir()
+    (tmp_path / "second").mkdir()
+    first = write_script(
+        tmp_path / "first", bash("sleep 1"), saying("the first model ends its turn")
+    )
+    second = write_script(tmp_path / "second", saying("the second model"))
+    client = RecordingClient()
+    flags = ("--model", f"script:{first}", "--models", f"script:{second}", "--approval", "auto")
+    async with treadle_acp(client, tmp_path, *flags) as (conn, _):
+        session_id = await new_session(conn, workspace)
+        running = asyncio.ensure_future(
+            conn.prompt(session_id=session_id, prompt=[text_block("one")])
+        )
+        await client.until(lambda c: "tool_call" in c.kinds())
+        await conn.set_config_option(
+            config_id="model", session_id=session_id, value=f"script:{second}"
+        )
+        assert (await running).stop_reason == "end_turn"
+        assert client.text() == "the first model ends its turn"
+        await conn.prompt(session_id=session_id, prompt=[text_block("two")])
+    assert client.text().endswith("the second model")
+
+
+async def test_initialize_settles_on_a_version_both_speak_and_says_what_treadle_offers(
+    tmp_path: Path,
+) -> None:
+    script = write_script(tmp_path, saying("hello"))
+    async with treadle_acp(RecordingClient(), tmp_path, "--model", f"script:{script}") as (
+        conn,
+        _,
+    ):
+        newer = await conn.initialize(protocol_version=PROTOCOL_VERSION + 5)
+        same = await conn.initialize(protocol_version=PROTOCOL_VERSION)
+    assert newer.protocol_version == same.protocol_version == PROTOCOL_VERSION
+    capabilities = same.agent_capabilities
+    assert capabilities is not None and capabilities.load_session
+    assert capabilities.prompt_capabilities is not None
+    assert capabilities.prompt_capabilities.embedded_context
+    assert same.agent_info is not None and same.agent_info.name == "treadle"
