@@ -37,6 +37,7 @@ from treadle.domain.rules.batch_plan import (
 )
 from treadle.domain.rules.interrupts import CtrlC
 from treadle.domain.rules.keys import CTRL_C, LeaveNow, Mode, route
+from treadle.domain.rules.network import NETWORK_MODES
 from treadle.domain.rules.worktree import name_for
 from treadle.domain.values.batch import TURN_FLAGS, BatchTask, Flags, TurnOrder
 from treadle.entrypoints.batch_wiring import ENGINES, BatchOptions
@@ -83,6 +84,12 @@ def build_parser() -> argparse.ArgumentParser:
     turn.add_argument("--max-requests", metavar="N", help="requests a turn may make")
     turn.add_argument("--max-time", metavar="DURATION", help="how long a turn may run: 10m")
     turn.add_argument("--output-schema", metavar="FILE", help="the JSON Schema of each answer")
+    turn.add_argument(
+        "--network",
+        dest="sandbox_network",
+        choices=list(NETWORK_MODES),
+        help="what network each turn's commands reach: on, off or allowlist",
+    )
     return parser
 
 
@@ -278,6 +285,12 @@ def check_lines(tasks: Sequence[BatchTask], *, on_this_machine: bool) -> list[st
                 check_value("model", task.model)
             except ValueError as problem:
                 problems.append(f"{where}: model: {problem}")
+        for key, text in task.flags:
+            if key == "sandbox_network":
+                try:
+                    check_value(key, text)
+                except ValueError as problem:
+                    problems.append(f"{where}: {key}: {problem}")
         if task.workspace and on_this_machine and not os.path.isdir(task.workspace):
             what = "not a folder" if os.path.exists(task.workspace) else "no such folder"
             problems.append(f"{where}: workspace {task.workspace}: {what}")

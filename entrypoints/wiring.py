@@ -71,7 +71,7 @@ if TYPE_CHECKING:
     from treadle.adapters.mcp.servers import McpServers
     from treadle.adapters.sandbox import Sandbox
     from treadle.adapters.telemetry import Telemetry
-    from treadle.domain.rules.network import NetworkMode
+    from treadle.domain.rules.network import NetworkMode, NetworkPolicy
     from treadle.domain.rules.sandbox import SandboxMode
     from treadle.domain.values.process import ProcessError, ProcessResult, ProcessSpec
 
@@ -147,24 +147,31 @@ def open_sandboxes() -> Iterator[list[Sandbox]]:
             sandbox.close()
 
 
+def session_network(app: AppConfig) -> NetworkPolicy:
+    """``sandbox_network`` with its lists: commands' network, and MCP servers' unless a
+    server names its own."""
+    from treadle.domain.rules.network import NetworkPolicy
+
+    return NetworkPolicy(
+        cast("NetworkMode", app.sandbox_network),
+        allow=app.network_allow,
+        deny=app.network_deny,
+        loopback=app.network_loopback,
+    )
+
+
 def build_sandbox(app: AppConfig, state_dir: str, made: list[Sandbox] | None = None) -> Sandbox:
     """The session's sandbox: ``app.sandbox`` over the workspace. A mode the person set
     (a file, a variable, a flag) is explicit: without Landlock it refuses commands.
     ``made`` (:func:`open_sandboxes`) keeps it for the session's end."""
     from treadle.adapters.checkpoints import workspace_key
     from treadle.adapters.sandbox import Sandbox
-    from treadle.domain.rules.network import NetworkPolicy
 
     workspace = os.path.realpath(app.workspace)
     cache = cache_dir(state_dir, workspace_key(workspace))
     mode = cast("SandboxMode", app.sandbox)
     explicit = app.origin("sandbox") != DEFAULT
-    network = NetworkPolicy(
-        cast("NetworkMode", app.sandbox_network),
-        allow=app.network_allow,
-        deny=app.network_deny,
-        loopback=app.network_loopback,
-    )
+    network = session_network(app)
     network_explicit = any(
         app.origin(key) != DEFAULT for key in ("sandbox_network", "network_loopback")
     )
@@ -253,6 +260,7 @@ def open_mcp_servers(
         allowed=app.mcp_allowed,
         redactor=redactor,
         auth_dir=mcp_auth_dir(),
+        network=session_network(app),
     )
     try:
         yield servers

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from returns.result import Result
 
-from treadle.domain.values.process import ProcessError, ProcessResult, ProcessSpec
+from treadle.domain.values.process import HostGrant, ProcessError, ProcessResult, ProcessSpec
 
 
 class ProcessRunner(Protocol):
@@ -19,3 +19,12 @@ class ProcessRunner(Protocol):
     """
 
     async def run(self, spec: ProcessSpec) -> Result[ProcessResult, ProcessError]: ...
+
+
+@runtime_checkable
+class GrantsHosts(Protocol):
+    """A runner whose commands reach the network through an allowlist that a yes can
+    widen: ``allow_host`` lets ``host`` through once (its next connection) or for the
+    rest of the session (held in memory only, never written)."""
+
+    def allow_host(self, host: str, grant: HostGrant) -> None: ...

@@ -8,6 +8,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from treadle.domain.values.events import TurnEvent
 from treadle.domain.values.model import ToolSpec
+from treadle.domain.values.process import HostGrant
 from treadle.domain.values.server_requests import (
     FormAnswer,
     FormRequest,
@@ -34,6 +35,10 @@ async def _nobody_to_ask(request: FormRequest) -> FormAnswer:
 async def _no_model(request: SamplingRequest) -> SamplingReply:
     """Where a context made without a loop sends a request for a completion: declined."""
     return SamplingReply(declined=True, why="no model serves completions here")
+
+
+async def _refused_as_before(host: str) -> HostGrant:
+    return "no"
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,6 +79,9 @@ class ToolContext:
     if_stopped: Callable[[StoppedResult], None] = _nothing_kept
     ask_form: Callable[[FormRequest], Awaitable[FormAnswer]] = _nobody_to_ask
     sample: Callable[[SamplingRequest], Awaitable[SamplingReply]] = _no_model
+    ask_host: Callable[[str], Awaitable[HostGrant]] = _refused_as_before
+    """A host the allowlist refused a command, put to the approval policy: ``ask``
+    asks the person (once, always, no); any other policy says no."""
 
 
 class Tool(Protocol):

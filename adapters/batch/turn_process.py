@@ -34,7 +34,7 @@ from treadle.adapters.process.environment import run_marker
 from treadle.adapters.process.tree import CommandTree, active_commands, become_subreaper
 from treadle.adapters.process.watchdog import OWNER_MARKER, ensure_watchdog
 from treadle.domain.rules.turn_report import ProcessEnd, TurnTally, judge_turn, tally_lines
-from treadle.domain.values.batch import TaskOutcome, TaskResult, TurnOrder
+from treadle.domain.values.batch import TURN_FLAG_OPTIONS, TaskOutcome, TaskResult, TurnOrder
 from treadle.ports.clock import Clock
 
 
@@ -55,6 +55,15 @@ lines a batch needs (usage, the turn's end) are short, and memory stays flat."""
 STDERR_KEPT = 4096
 
 
+def turn_option(key: str) -> str:
+    """The turn's option for the :data:`TURN_FLAGS` key ``key``.
+
+    >>> turn_option("max_cost"), turn_option("sandbox_network")
+    ('--max-cost', '--network')
+    """
+    return TURN_FLAG_OPTIONS.get(key, f"--{key.replace('_', '-')}")
+
+
 def turn_command(order: TurnOrder, python: str = sys.executable) -> list[str]:
     """The command line of ``order``'s turn.
 
@@ -69,7 +78,7 @@ def turn_command(order: TurnOrder, python: str = sys.executable) -> list[str]:
         ("--base-url", order.base_url),
         ("--approval", order.approval),
         ("--sandbox", order.sandbox),
-        *((f"--{key.replace('_', '-')}", text) for key, text in order.flags),
+        *((turn_option(key), text) for key, text in order.flags),
     ):
         if value:
             argv += [flag, value]

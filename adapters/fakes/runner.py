@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from returns.result import Failure, Result, Success
 
 from treadle.domain.rules.output_bound import OutputBound
-from treadle.domain.values.process import ProcessError, ProcessResult, ProcessSpec
+from treadle.domain.values.process import HostGrant, ProcessError, ProcessResult, ProcessSpec
 from treadle.ports.clock import Clock
 
 SIGTERM = 15
@@ -27,6 +27,9 @@ class FakeProcess:
     duration: float = 0.0
     signal: int | None = None
     early: bytes | str = b""
+    refused_hosts: tuple[str, ...] = ()
+    """Hosts an allowlist refused it (those :meth:`FakeRunner.allow_host` has let
+    through are not)."""
 
 
 class FakeRunner:
@@ -49,6 +52,12 @@ class FakeRunner:
         self._clock = clock
         self._script = script or {}
         self.specs: list[ProcessSpec] = []
+        self.grants: list[tuple[str, HostGrant]] = []
+        """Every host let through by a yes, with how (``allow_host``)."""
+        self._used: set[int] = set()
+
+    def allow_host(self, host: str, grant: HostGrant) -> None:
+        self.grants.append((host, grant))
 
     def _lookup(self, command: str) -> FakeProcess:
         if callable(self._script):
@@ -83,8 +92,19 @@ class FakeRunner:
                 timed_out=timed_out,
                 truncated=bounded.truncated,
                 omitted_bytes=bounded.omitted,
+                refused_hosts=tuple(h for h in process.refused_hosts if not self._granted(h)),
             )
         )
+
+    def _granted(self, host: str) -> bool:
+        """Whether a grant lets ``host`` through now (a once is used up)."""
+        for index, (name, grant) in enumerate(self.grants):
+            if name == host and grant == "always":
+                return True
+            if name == host and grant == "once" and index not in self._used:
+                self._used.add(index)
+                return True
+        return False
 
 
 def _raw(output: bytes | str) -> bytes:

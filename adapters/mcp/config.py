@@ -36,8 +36,11 @@ TABLE_KEYS = (
     "enabled",
     "startup_timeout",
     "tool_timeout",
+    "network",
 )
-STDIO_ONLY = ("args", "env", "cwd")
+STDIO_ONLY = ("args", "env", "cwd", "network")
+SERVER_NETWORKS = ("on", "off", "allowlist")
+"""A stdio server's own ``network``, over the session's ``sandbox_network``."""
 HTTP_ONLY = ("headers", "bearer_token_env", "oauth", "client_id")
 DEFAULT_STARTUP_TIMEOUT = 10.0
 
@@ -73,6 +76,8 @@ class McpServerConfig:
     enabled: bool = True
     startup_timeout: float = DEFAULT_STARTUP_TIMEOUT
     tool_timeout: float | None = None
+    network: str = ""
+    """Its own ``sandbox_network`` (on, off, allowlist); "": the session's."""
 
     @property
     def transport(self) -> Literal["stdio", "http"]:
@@ -161,6 +166,11 @@ def _check_value(key: str, value: object) -> Any:
         case "client_id":
             if not isinstance(value, str) or not value.strip():
                 raise TableProblem(key, f"must be a non-empty string, not {_shown(value)}")
+            return value
+        case "network":
+            if value not in SERVER_NETWORKS:
+                modes = ", ".join(SERVER_NETWORKS)
+                raise TableProblem(key, f"must be one of {modes}, not {_shown(value)}")
             return value
         case "enabled" | "oauth":
             if not isinstance(value, bool):

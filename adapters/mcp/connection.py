@@ -60,6 +60,7 @@ from treadle.adapters.mcp.values import (
 )
 from treadle.adapters.mcp.wire import ToolListRepair, first_problem
 from treadle.adapters.process.tree import running_trees
+from treadle.domain.rules.network import NetworkPolicy
 from treadle.domain.values.text import one_line
 from treadle.ports.tools import ToolContext
 
@@ -110,8 +111,11 @@ class McpConnection:
         on_failure: Callable[[str], None] = lambda why: None,
         on_change: Callable[[str, str], None] = lambda server, what: None,
         auth_dir: str = "",
+        network: NetworkPolicy | None = None,
     ) -> None:
         self.config = config
+        self._network = network if network is not None else NetworkPolicy()
+        """What a server started by a command may reach (the session's, or its own)."""
         self.state: State = "new"
         self.error = ""
         self.server_info = ""
@@ -255,6 +259,7 @@ class McpConnection:
                 passthrough=self._passthrough,
                 log_path=self._log_path,
                 process_state=self._process,
+                network=self._network,
             )
         auth = None
         if self.config.oauth:

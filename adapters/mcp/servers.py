@@ -33,6 +33,7 @@ from treadle.adapters.mcp.tool import McpTool, is_allowed
 from treadle.adapters.mcp.values import ListedPrompt, ListedTool
 from treadle.adapters.redact import Redactor
 from treadle.domain.rules.mcp_prompts import prompt_arguments
+from treadle.domain.rules.network import NetworkPolicy, server_network
 from treadle.domain.values.events import Notice, TurnEvent
 from treadle.ports.tools import Tool
 
@@ -93,8 +94,11 @@ class McpServers:
         grace: float = 1.0,
         probe_timeout: float = 2.0,
         auth_dir: str = "",
+        network: NetworkPolicy | None = None,
     ) -> None:
         self.configs = tuple(configs)
+        self._network = network if network is not None else NetworkPolicy()
+        """The session's ``sandbox_network``: a stdio server's own ``network`` goes over it."""
         self.auth_dir = auth_dir
         """Where the OAuth tokens of servers that sign in are kept (``mcp-auth``)."""
         self._workspace = workspace
@@ -135,6 +139,7 @@ class McpServers:
                 workspace=self._workspace,
                 passthrough=self._passthrough,
                 log_path=self._log_path(config),
+                network=server_network(self._network, config.network),
                 grace=self._grace,
                 probe_timeout=self._probe_timeout,
                 on_failure=lambda why, name=config.name: self._stopped(name, why),

@@ -26,6 +26,7 @@ import anyio
 import anyio.abc
 from mcp.client._transport import TransportStreams
 from mcp.shared.message import SessionMessage
+from returns.result import Success
 
 from treadle.adapters.mcp.config import McpServerConfig
 from treadle.adapters.mcp.values import MAX_MESSAGE, OVERSIZED
@@ -38,6 +39,9 @@ from treadle.adapters.process.tree import (
     running_trees,
 )
 from treadle.adapters.process.watchdog import OWNER_MARKER, ensure_watchdog
+from treadle.adapters.sandbox import Launch, Sandbox
+from treadle.adapters.sandbox.spawner import Start, plan_start
+from treadle.domain.rules.network import NetworkPolicy
 
 log = logging.getLogger(__name__)
 
@@ -85,6 +89,56 @@ def _launch(
     return [os.path.expanduser(config.command), *config.args], cwd, environment
 
 
+OPEN = NetworkPolicy()
+
+
+@dataclass
+class _Confined:
+    """A server started under a network mode: its own sandbox (files not confined),
+    the launch it made, and the exec helper's start."""
+
+    box: Sandbox
+    launch: Launch
+    start: Start
+
+    async def started(self, timeout: float) -> None:
+        """Once the process exists: the proxy's port handed over (allowlist), and the
+        helper's word that the server is confined, or OSError saying why not."""
+        self.start.started()
+        await anyio.to_thread.run_sync(self.launch.started)
+        said = await self.start.said(timeout)
+        if said.failure:
+            raise OSError(f"the network sandbox could not be set up: {said.failure}")
+
+    def close(self) -> None:
+        self.start.close()
+        self.launch.finished()
+        self.box.close()
+
+
+def _confinement(network: NetworkPolicy, workspace: str) -> _Confined | None:
+    """How a server starts under ``network``: None when it keeps the network; OSError
+    when the mode cannot be had (it fails closed, as commands do)."""
+    if not network.confined:
+        return None
+    box = Sandbox("off", workspace, network=network, network_explicit=True)
+    launched = box.launch()
+    if not isinstance(launched, Success):
+        box.close()
+        raise OSError(launched.failure())
+    launch = launched.unwrap()
+    port = launch.proxy.port if launch.proxy is not None else 0
+    start = plan_start(
+        launch.ruleset,
+        -1,
+        native=False,
+        network=launch.network,
+        channel=launch.channel[1],
+        port=port,
+    )
+    return _Confined(box, launch, start)
+
+
 def _open_log(path: str) -> int:
     return os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
 
@@ -97,13 +151,23 @@ async def stdio_transport(
     passthrough: Collection[str],
     log_path: str,
     process_state: ServerProcess,
+    network: NetworkPolicy = OPEN,
 ) -> AsyncIterator[TransportStreams]:
     """Start the server, yield its streams, and stop it and all it started on the way out.
 
-    Raises OSError when the command cannot be started.
+    ``network`` is what it may reach, as commands do (the session's ``sandbox_network``
+    or the server's own ``network``): under off or allowlist it starts through the
+    sandbox's exec helper, Landlock's network rules and the socket filter in force
+    (its files are not confined), with a proxy of its own under allowlist.
+
+    Raises OSError when the command cannot be started, or not confined as asked.
     """
     run_id = os.urandom(16).hex()
     argv, cwd, environment = _launch(config, workspace, passthrough, run_id)
+    confined = _confinement(network, workspace)
+    if confined is not None:
+        argv = [*confined.start.prefix, *argv]
+        environment.update(confined.launch.env)
     become_subreaper()
     ensure_watchdog()
     errlog = _open_log(log_path)
@@ -116,9 +180,22 @@ async def stdio_transport(
             cwd=cwd,
             env=environment,
             start_new_session=True,
+            pass_fds=confined.start.pass_fds if confined is not None else (),
         )
+    except BaseException:
+        if confined is not None:
+            confined.close()
+        raise
     finally:
         os.close(errlog)  # the server holds its own copy
+    if confined is not None:
+        try:
+            await confined.started(config.startup_timeout)
+        except BaseException:
+            with contextlib.suppress(ProcessLookupError):
+                process.kill()
+            confined.close()
+            raise
     pid = process_state.pid = process.pid
     # Registered like a command: cleanup never reaps it, and a hard exit kills it.
     active_commands.add(pid)
@@ -138,6 +215,8 @@ async def stdio_transport(
     finally:
         if process.returncode is None:  # cancelled from outside during the stop
             tree.kill_now()
+        if confined is not None:
+            confined.close()
         process_state.exit_code = process.returncode
         active_commands.discard(pid)
         running_trees.pop(pid, None)

@@ -35,7 +35,7 @@ from treadle.adapters.redact import Redactor
 from treadle.adapters.sandbox import UNCONFINED, Launch, Sandbox
 from treadle.adapters.sandbox.spawner import Start, Status, plan_start
 from treadle.domain.rules.output_bound import OutputBound
-from treadle.domain.values.process import ProcessError, ProcessResult, ProcessSpec
+from treadle.domain.values.process import HostGrant, ProcessError, ProcessResult, ProcessSpec
 
 DRAIN_AFTER_EXIT = 0.2
 """After the command's own process ended, how long what is still in the pipe may take
@@ -214,6 +214,12 @@ class SubprocessRunner:
         self._spill_cap = spill_cap
         self._shell = shell or ("/bin/bash" if os.access("/bin/bash", os.X_OK) else "/bin/sh")
 
+    def allow_host(self, host: str, grant: HostGrant) -> None:
+        """A yes to a host the allowlist refused: the session's proxy lets it through
+        (once, or for the session)."""
+        if self._sandbox is not None:
+            self._sandbox.allow_host(host, grant)
+
     async def run(self, spec: ProcessSpec) -> Result[ProcessResult, ProcessError]:
         bound = OutputBound(spec.output_limit)
         spill = (
@@ -255,7 +261,7 @@ class SubprocessRunner:
             # has ended (or is ending), and is reaped like any command.
             left = spec.timeout - (time.monotonic() - started)
             timed_out = await self._follow(tree, process, reader, left)
-            refused = launch.network_lines()
+            hosts = launch.refused_hosts()
         finally:
             reader.close()
             start.close()
@@ -277,12 +283,16 @@ class SubprocessRunner:
             why = f"the sandbox could not be set up: {status.failure}"
             return Failure(ProcessError(why, blocked=True))
         result = _result(process, bound, spill, time.monotonic() - started, timed_out)
-        if refused:  # the proxy's refusals, after the output: the model's and the screen's
+        if hosts:  # the proxy's refusals, after the output: the model's and the screen's
+            from treadle.domain.rules.network import refusal_lines  # not at start-up
+
+            refused = refusal_lines(hosts)
             apart = "\n" if result.output and not result.output.endswith("\n") else ""
             if spec.on_output is not None:
                 spec.on_output((apart + "".join(f"{line}\n" for line in refused)).encode())
             output = "\n".join((result.output.rstrip("\n"), *refused)).lstrip("\n")
-            result = dataclasses.replace(result, output=output)
+            offer = self._sandbox.offerable(hosts) if self._sandbox is not None else ()
+            result = dataclasses.replace(result, output=output, refused_hosts=offer)
         return Success(result)
 
     @staticmethod

@@ -44,6 +44,7 @@ from treadle.domain.rules.network import (
     NetworkSupport,
     StartNetwork,
     decide_network,
+    offerable,
     proxy_environment,
     refusal_lines,
 )
@@ -58,6 +59,7 @@ from treadle.domain.rules.sandbox import (
     decide_sandbox,
     writable_folders,
 )
+from treadle.domain.values.process import HostGrant
 
 
 @dataclass
@@ -89,7 +91,11 @@ class Launch:
 
     def network_lines(self) -> tuple[str, ...]:
         """One line per host the proxy refused to this command (``network: … not allowed``)."""
-        return refusal_lines(self.proxy.refused(self.token)) if self.proxy is not None else ()
+        return refusal_lines(self.refused_hosts())
+
+    def refused_hosts(self) -> tuple[str, ...]:
+        """The hosts the proxy refused to this command since last asked."""
+        return self.proxy.refused(self.token) if self.proxy is not None else ()
 
     def started(self) -> None:
         """Once the process exists: the owned ruleset goes; under allowlist the start's
@@ -234,6 +240,17 @@ class Sandbox:
             case Confine(mode=mode):
                 return self._confined(mode, network)
         raise AssertionError("unreachable")
+
+    def allow_host(self, host: str, grant: HostGrant) -> None:
+        """Let ``host`` through the session's proxy once or for the session (a yes to a
+        refusal); nothing without a proxy."""
+        if self._proxy is not None:
+            self._proxy.grant(host, grant)
+
+    def offerable(self, hosts: Sequence[str]) -> tuple[str, ...]:
+        """Those of the refused ``hosts`` a yes could let through (none ``network_deny``
+        names), each once."""
+        return tuple(dict.fromkeys(h for h in hosts if offerable(h, self.network.deny)))
 
     def close(self) -> None:
         """The session ends: its proxy stops (commands still running lose the network)."""

@@ -34,7 +34,13 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Literal
 
-from treadle.domain.rules.network import host_allowed, host_named_exactly, normal_host
+from treadle.domain.rules.network import (
+    host_allowed,
+    host_named_exactly,
+    normal_host,
+    offerable,
+)
+from treadle.domain.values.process import HostGrant
 
 log = logging.getLogger(__name__)
 
@@ -78,6 +84,10 @@ class NetworkProxy:
         self.port = 0
         self._clients = 0
         self._refused: dict[str, list[str]] = {}
+        self._once: dict[str, int] = {}
+        self._always: set[str] = set()
+        self._granted: set[str] = set()
+        """Names a yes let through: the person named each exactly."""
         self._lock = threading.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._server: asyncio.Server | None = None
@@ -158,6 +168,35 @@ class NetworkProxy:
             anonymous = self._refused.pop(ANONYMOUS, []) if token != ANONYMOUS else []
         return tuple(mine + anonymous)
 
+    def grant(self, host: str, grant: HostGrant) -> None:
+        """Let ``host`` through beyond the lists: its next connection (``ONCE``), or
+        every one until the proxy stops (``ALWAYS``: in memory, never written). A host
+        ``deny`` names stays refused."""
+        name = normal_host(host)
+        if grant == "no" or not offerable(name, self.deny):
+            return
+        with self._lock:
+            self._granted.add(name)
+            if grant == "always":
+                self._always.add(name)
+            else:
+                self._once[name] = self._once.get(name, 0) + 1
+
+    def _lets_through(self, host: str) -> bool:
+        """The lists, then the grants (a once is used up by this connection)."""
+        if host_allowed(host, self.allow, self.deny):
+            return True
+        name = normal_host(host)
+        if not offerable(name, self.deny):
+            return False
+        with self._lock:
+            if name in self._always:
+                return True
+            if self._once.get(name, 0) > 0:
+                self._once[name] -= 1
+                return True
+        return False
+
     def close(self) -> None:
         """Stop listening and drop every connection; the port is free once this returns."""
         loop, thread = self._loop, self._thread
@@ -221,7 +260,7 @@ class NetworkProxy:
         if not host or port is None:
             await _reply(writer, 400, f"not a host and port: {target}")
             return
-        if not host_allowed(host, self.allow, self.deny):
+        if not self._lets_through(host):
             with self._lock:
                 self._refused.setdefault(token, []).append(normal_host(host))
             await _reply(writer, 403, f"network: {normal_host(host)} not allowed")
@@ -271,9 +310,8 @@ class NetworkProxy:
         loop = asyncio.get_running_loop()
         found = await loop.getaddrinfo(host, port, type=socket.SOCK_STREAM)
         addresses = list(dict.fromkeys(str(entry[4][0]) for entry in found))
-        if any(_local(address) for address in addresses) and not host_named_exactly(
-            host, self.allow
-        ):
+        exactly = host_named_exactly(host, self.allow) or name in self._granted
+        if any(_local(address) for address in addresses) and not exactly:
             return []
         return addresses
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from returns.result import Failure, Success
@@ -17,6 +17,7 @@ from treadle.domain.values.model import ToolSpec
 from treadle.domain.values.outcome import NeedsAnswer, SandboxUnavailable
 from treadle.domain.values.process import ProcessResult, ProcessSpec
 from treadle.domain.values.tools import Access, EndTurn, ToolEnding, ToolOutcome, ToolResult
+from treadle.ports.process import GrantsHosts
 from treadle.ports.tools import ToolContext
 
 
@@ -78,8 +79,9 @@ class BashTool:
             live.close()
         match ran:
             case Success(result):
+                granted = await grant_hosts(result.refused_hosts, context)
                 return ToolResult(
-                    describe_process(result, timeout),
+                    "\n".join((describe_process(result, timeout), *granted)),
                     is_error=result.exit_code != 0,
                     status=process_status(result, timeout),
                     preview=live.watch.preview(),
@@ -111,6 +113,24 @@ class BashTool:
         if isinstance(started, str):
             return ToolResult(f"Not started: {started}.", True, "not started")
         return ToolResult(started_text(started), status=f"background {started.id}")
+
+
+async def grant_hosts(hosts: Sequence[str], context: ToolContext) -> tuple[str, ...]:
+    """Each host the allowlist refused the command, put to the approval policy: what
+    it says yes to (once, or for the session) the runner lets through from the next
+    connection on, and a line says so; the refused connection itself stays refused."""
+    runner = context.runner
+    if not hosts or not isinstance(runner, GrantsHosts):
+        return ()
+    from treadle.domain.rules.network import grant_line  # not at start-up
+
+    lines: list[str] = []
+    for host in hosts:
+        grant = await context.ask_host(host)
+        if grant != "no":
+            runner.allow_host(host, grant)
+            lines.append(grant_line(host, grant))
+    return tuple(lines)
 
 
 OUTPUT_INTERVAL = 0.1

@@ -68,6 +68,7 @@ from treadle.domain.values.outcome import (
     TurnOutcome,
     end_turn,
 )
+from treadle.domain.values.process import HostGrant
 from treadle.domain.values.server_requests import (
     FormAnswer,
     FormRequest,
@@ -729,8 +730,33 @@ class Agent:
             call_id=call_id,
             ask_form=self._ask_form,
             sample=self._sample,
+            ask_host=self._ask_host,
             **({"if_stopped": if_stopped} if if_stopped is not None else {}),
         )
+
+    async def _ask_host(self, host: str) -> HostGrant:
+        """A host the allowlist refused a command: under ``ask`` the person says once,
+        always (for the session) or no; under any other policy, or with nobody there
+        to answer, it stays refused."""
+        # The network's rules load when a host is first refused, not at start-up.
+        from treadle.domain.rules.network import (
+            NETWORK_TOOL,
+            host_grant,
+            host_question,
+            normal_host,
+            offers_hosts,
+        )
+
+        if not offers_hosts(self.settings.approval):
+            return "no"
+        request = ApprovalRequest(NETWORK_TOOL, host_question(host), normal_host(host), self.name)
+        self.waiting_on_person(True)
+        self.hooks.attention("permission_prompt", f"the network waits for a yes: {host}")
+        try:
+            reply = await self.ports.terminal.ask_approval(request)
+        finally:
+            self.waiting_on_person(False)
+        return host_grant(reply)
 
     async def _ask_form(self, request: FormRequest) -> FormAnswer:
         """A server's question mid-call, put to the person (declined when nobody can

@@ -15,8 +15,12 @@ from __future__ import annotations
 
 import fnmatch
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
+
+from treadle.domain.rules.approval import ApprovalPolicy
+from treadle.domain.values.process import HostGrant
+from treadle.domain.values.tools import ApprovalAnswer
 
 NetworkMode = Literal["on", "off", "allowlist"]
 NETWORK_MODES: tuple[NetworkMode, ...] = ("on", "off", "allowlist")
@@ -147,6 +151,21 @@ def decide_network(
     return NetworkOpen(f"commands keep the network: {missing}")
 
 
+def server_network(session: NetworkPolicy, own: str) -> NetworkPolicy:
+    """What network an MCP server started by a command reaches: the session's policy,
+    with the server's own ``network`` (on, off, allowlist) over its mode.
+
+    >>> server_network(NetworkPolicy("allowlist", ("pypi.org",)), "off").mode
+    'off'
+    >>> server_network(NetworkPolicy("off"), "").mode
+    'off'
+    """
+    for mode in NETWORK_MODES:
+        if own == mode:
+            return replace(session, mode=mode)
+    return session
+
+
 def normal_host(host: str) -> str:
     """A host name as the lists compare it: lower case, no trailing dot, no brackets.
 
@@ -207,6 +226,70 @@ def refusal_lines(hosts: Sequence[str]) -> tuple[str, ...]:
     ('network: a.test not allowed', 'network: b.test not allowed')
     """
     return tuple(dict.fromkeys(refusal_line(host) for host in hosts))
+
+
+NETWORK_TOOL = "network"
+"""The name an approval question about a refused host goes by."""
+
+
+def offerable(host: str, deny: Sequence[str]) -> bool:
+    """Whether a host the allowlist refused may be offered to the approval policy: not
+    one ``network_deny`` names (the person said no to it in advance), nor no host.
+
+    >>> offerable("example.com", ("*.evil.test",)), offerable("a.evil.test", ("*.evil.test",))
+    (True, False)
+    """
+    return bool(normal_host(host)) and not any(host_matches(host, p) for p in deny)
+
+
+def offers_hosts(approval: ApprovalPolicy) -> bool:
+    """Whether a refused host is put to the person: only under ``ask``; ``auto`` and
+    ``read-only`` (and a headless turn, which never asks) keep the refusal.
+
+    >>> [offers_hosts(policy) for policy in ("ask", "auto", "read-only")]
+    [True, False, False]
+    """
+    return approval == "ask"
+
+
+def host_question(host: str) -> str:
+    """The question's summary: yes is once, always is for the session.
+
+    >>> host_question("Example.com")
+    'allow example.com (once: its next connection; always: for this session)'
+    """
+    return f"allow {normal_host(host)} (once: its next connection; always: for this session)"
+
+
+def host_grant(answer: ApprovalAnswer | None) -> HostGrant:
+    """The grant an approval answer makes (nobody there to answer: no).
+
+    >>> host_grant("yes"), host_grant("always"), host_grant(None)
+    ('once', 'always', 'no')
+    """
+    if answer == "yes":
+        return "once"
+    if answer == "always":
+        return "always"
+    return "no"
+
+
+def grant_line(host: str, grant: HostGrant) -> str:
+    """The line a grant adds after the refusal (the refused connection is not held:
+    the command's next try gets through).
+
+    >>> grant_line("example.com", "once")
+    'network: example.com allowed once: try again'
+    >>> grant_line("example.com", "always")
+    'network: example.com allowed for this session: try again'
+    """
+    match grant:
+        case "once":
+            return f"network: {normal_host(host)} allowed once: try again"
+        case "always":
+            return f"network: {normal_host(host)} allowed for this session: try again"
+        case "no":
+            return f"network: {normal_host(host)} stays refused"
 
 
 PROXY_VARIABLES = (

@@ -65,9 +65,15 @@ TURN_FLAGS: Final[tuple[str, ...]] = (
     "max_requests",
     "max_time",
     "output_schema",
+    "sandbox_network",
 )
 """The headless contract's settings a batch passes to each turn (issue 26), as the
-batch's flags and a task line's own fields: ``--max-cost``… on the turn's command line."""
+batch's flags and a task line's own fields: ``--max-cost``… on the turn's command line;
+and the network its commands reach (issue 28), ``--network`` there."""
+
+TURN_FLAG_OPTIONS: Final[Mapping[str, str]] = {"sandbox_network": "--network"}
+"""The turn's option of a :data:`TURN_FLAGS` key whose option is not the key spelt
+``--with-dashes``."""
 
 Flags = tuple[tuple[str, str], ...]
 """Settings of :data:`TURN_FLAGS` given, each with its text, in that order."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import Literal
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,6 +44,14 @@ class ProcessResult:
     truncated: bool = False
     omitted_bytes: int = 0
     full_output_path: str | None = None
+    refused_hosts: tuple[str, ...] = ()
+    """Host names the network proxy refused to the command that a yes could let
+    through (on no ``network_deny``), each once, in the order first refused."""
+
+
+HostGrant = Literal["once", "always", "no"]
+"""What the person said to a host the allowlist refused: let it through once (the
+next connection to it), for the rest of the session (never written anywhere), or no."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -115,3 +115,34 @@ async def test_under_a_read_only_sandbox_stderr_is_kept_apart_by_the_shell(tmp_p
     h = CommandHooks(table, runner, workspace=str(tmp_path))
     verdict = await h.fire(RM)
     assert verdict.blocked and verdict.reason == "no rm"
+
+
+@pytest.mark.skipif(probe().abi < 4, reason="needs Landlock's network rules (ABI 4)")
+async def test_a_hook_runs_under_the_session_s_network_mode(tmp_path: Path) -> None:
+    """Hooks run through the session's runner: ``sandbox_network = off`` holds for them."""
+    import socket
+    import sys
+
+    from treadle.domain.rules.network import NetworkPolicy
+
+    listener = socket.create_server(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+    connect = (
+        f"{sys.executable} -c 'import socket; socket.create_connection((\"127.0.0.1\", {port}))'"
+        " 2>/dev/null && echo reached >&2 && exit 2; exit 0"
+    )
+    table, _ = read_hooks({"PreToolUse": [{"hooks": [{"command": connect}]}]}, "t")
+    try:
+        for network, blocked in (("on", True), ("off", False)):
+            box = Sandbox(
+                "off",
+                str(tmp_path),
+                network=NetworkPolicy(network),  # type: ignore[arg-type]
+                network_explicit=True,
+            )
+            runner = SubprocessRunner(grace=0.2, sandbox=box)
+            verdict = await CommandHooks(table, runner, workspace=str(tmp_path)).fire(RM)
+            box.close()
+            assert verdict.blocked is blocked, (network, verdict)
+    finally:
+        listener.close()

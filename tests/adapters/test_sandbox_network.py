@@ -519,3 +519,38 @@ async def test_off_refuses_io_uring_and_a_32_bit_system_call_and_x32_sockets(
     result = await run(command, sandbox(workspace, "off"), workspace, spawner)
     assert "io_uring -1 13" in result.output, result.output
     assert "x32 socket -1 13" in result.output, result.output
+
+
+async def test_a_yes_lets_a_refused_host_through_the_proxy_once_or_for_the_session(
+    workspace: Path, outside: int
+) -> None:
+
+    box = sandbox(workspace, "allowlist", allow=("allowed.test",), deny=("denied.test",))
+    runner = SubprocessRunner(sandbox=box)
+    fetch = f"curl -sS -f --max-time 5 http://pkg.allowed.test:{outside}/; echo curl exit $?"
+    spec = ProcessSpec(fetch, cwd=str(workspace), timeout=30)
+
+    async def fetched() -> ProcessResult:
+        return (await runner.run(spec)).unwrap()
+
+    try:
+        refused = await fetched()
+        runner.allow_host("pkg.allowed.test", "once")
+        runner.allow_host("denied.test", "always")  # deny wins over a yes
+        once = await fetched()
+        after_once = await fetched()
+        runner.allow_host("pkg.allowed.test", "always")
+        always = [await fetched() for _ in range(2)]
+        denied = await run(
+            f"curl -sS -f --max-time 5 http://denied.test:{outside}/", box, workspace
+        )
+    finally:
+        box.close()
+    assert refused.refused_hosts == ("pkg.allowed.test",), refused.output
+    assert "network: pkg.allowed.test not allowed" in refused.output
+    assert f"{ANSWER} pkg.allowed.test" in once.output and once.refused_hosts == ()
+    assert after_once.refused_hosts == ("pkg.allowed.test",), after_once.output
+    for result in always:
+        assert f"{ANSWER} pkg.allowed.test" in result.output, result.output
+    assert "network: denied.test not allowed" in denied.output
+    assert denied.refused_hosts == ()  # on network_deny: never offered

@@ -224,3 +224,83 @@ async def test_the_person_asked_reads_why_and_is_not_offered_always(rig):
     why = "the allowed prefix “find” does not cover this: -delete deletes the files found"
     assert request.why == why
     assert len(r.runner.specs) == 2
+
+
+# A host the allowlist refused, offered to the approval policy (issue 28) ---------------
+
+FETCH = "curl http://example.com/"
+
+
+def fetches(*answers):
+    from treadle.adapters.fakes import RecordingTerminal as Terminal
+
+    return Terminal(approvals=list(answers))
+
+
+@pytest.mark.parametrize(
+    ("answer", "grant", "line"),
+    [
+        ("yes", "once", "network: example.com allowed once: try again"),
+        ("always", "always", "network: example.com allowed for this session: try again"),
+    ],
+)
+async def test_under_ask_a_refused_host_is_asked_about_and_let_through(rig, answer, grant, line):
+
+    tries = [R.calling("bash", command=FETCH) for _ in range(3)]
+    r = rig(
+        [*tries, R.saying("ok")],
+        {
+            FETCH: FakeProcess(
+                "network: example.com not allowed\n", 22, refused_hosts=("example.com",)
+            )
+        },
+        settings=TurnSettings(approval="ask", allowed_prefixes=("curl",)),
+        terminal=fetches(answer, "no"),
+    )
+    await r.agent.run_turn("x")
+    asked, *rest = r.terminal.approval_requests
+    assert (asked.tool, asked.prefix) == ("network", "example.com")
+    assert asked.summary.startswith("allow example.com")
+    assert r.runner.grants == [("example.com", grant)]
+    first = r.model.requests[1].messages[-1].text
+    assert first.splitlines()[-1] == line
+    second = r.model.requests[2].messages[-1].text
+    assert "try again" not in second  # the second try got through: nothing asked
+    # once is used up by the second try: the third is refused and asked about again
+    assert len(rest) == (1 if grant == "once" else 0)
+
+
+@pytest.mark.parametrize("policy", ["auto", "read-only"])
+async def test_other_policies_keep_the_refusal_and_ask_nobody(rig, policy):
+    r = rig(
+        [R.calling("bash", command=FETCH), R.saying("ok")],
+        {
+            FETCH: FakeProcess(
+                "network: example.com not allowed\n", 22, refused_hosts=("example.com",)
+            )
+        },
+        settings=TurnSettings(approval=policy, allowed_prefixes=("curl",)),
+        terminal=fetches("always"),
+    )
+    await r.agent.run_turn("x")
+    assert r.terminal.approval_requests == []
+    assert r.runner.grants == []
+
+
+async def test_a_no_or_nobody_there_keeps_the_refusal(rig):
+    r = rig(
+        [R.calling("bash", command=FETCH), R.saying("ok")],
+        {
+            FETCH: FakeProcess(
+                "network: example.com not allowed\n", 22, refused_hosts=("example.com",)
+            )
+        },
+        settings=TurnSettings(approval="ask", allowed_prefixes=("curl",)),
+        terminal=fetches("no"),
+    )
+    await r.agent.run_turn("x")
+    assert len(r.terminal.approval_requests) == 1
+    assert r.runner.grants == []
+    assert r.model.requests[1].messages[-1].text.splitlines()[-1] == (
+        "network: example.com not allowed"
+    )

@@ -88,7 +88,8 @@ def test_every_bad_line_is_reported_not_only_the_first():
         'line 4: "task" is missing (only a line with "resume" may leave it out)',
         'line 5: "task" must be a string, not 3',
         'line 6: unknown field "worksapce" (the fields: id, task, workspace, model, resume, '
-        "max_cost, max_tokens_total, max_requests, max_time, output_schema)",
+        "max_cost, max_tokens_total, max_requests, max_time, output_schema, "
+        "sandbox_network)",
         'line 7: "model" must be a non-empty string, not ""',
     )
 

@@ -268,3 +268,36 @@ def test_a_bad_limit_of_the_batch_is_refused_before_anything_runs(tmp_path):
     tasks = write_tasks(tmp_path / "tasks.jsonl", [{"id": "a", "task": "x"}])
     with pytest.raises(ConfigError, match="flag --max-cost: max_cost: the prices of demo"):
         plan_for(str(tasks), "--model", "demo", "--max-cost", "1")
+
+
+def test_batch_network_goes_to_every_turn_and_a_task_line_sets_its_own(tmp_path):
+    from treadle.adapters.batch.turn_process import turn_command
+    from treadle.entrypoints.cli import build_parser as turn_parser
+
+    tasks = write_tasks(
+        tmp_path / "tasks.jsonl",
+        [{"id": "a", "task": "x", "sandbox_network": "allowlist"}, {"id": "b", "task": "y"}],
+    )
+    _, plan = plan_for(str(tasks), "--model", "demo", "--network", "off")
+    a, b = plan.orders
+    assert a.flags == (("sandbox_network", "allowlist"),)
+    assert b.flags == (("sandbox_network", "off"),)
+    argv = turn_command(b, "python")
+    assert argv[argv.index("--network") + 1] == "off"
+    # The turn's own command line takes what the batch wrote.
+    assert turn_parser().parse_args(argv[3:]).sandbox_network == "off"
+
+
+def test_a_task_line_s_unknown_network_is_refused_with_its_line(tmp_path):
+    tasks = write_tasks(
+        tmp_path / "tasks.jsonl",
+        [{"id": "a", "task": "x"}, {"id": "b", "task": "y", "sandbox_network": "closed"}],
+    )
+    with pytest.raises(ConfigError, match=r"tasks.jsonl:2: sandbox_network: .*closed"):
+        plan_for(str(tasks), "--model", "demo")
+
+
+def test_the_batch_s_network_flag_takes_only_the_modes(capsys):
+    with pytest.raises(SystemExit) as leaving:
+        build_parser().parse_args(["tasks.jsonl", "--network", "closed"])
+    assert leaving.value.code == 2

@@ -194,6 +194,17 @@ def build_server() -> Any:
         return f"child {child.pid}"
 
     @server.tool(annotations=ToolAnnotations(read_only_hint=True))
+    def connect(port: int) -> str:
+        """Opens a TCP connection to 127.0.0.1:PORT: "connected", or the error."""
+        import socket
+
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=5):
+                return "connected"
+        except OSError as error:
+            return f"refused: {error.strerror or error}"
+
+    @server.tool(annotations=ToolAnnotations(read_only_hint=True))
     def environment(names: list[str]) -> str:
         """The server's folder and the values of ``names`` in its environment."""
         return json.dumps({"cwd": os.getcwd(), **{name: os.environ.get(name) for name in names}})
