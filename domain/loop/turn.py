@@ -254,12 +254,20 @@ class Agent:
                 meter=self.meter,
             )
         setup = named_setup(
-            definition, name, settings, self.base_tools, self.ports.models, self.name
+            definition,
+            name,
+            settings,
+            self.base_tools,
+            self.ports.models,
+            self.name,
+            self.ports.catalog,
         )
         if isinstance(setup, str):
             return setup
         self.emit(setup.notice)
-        ports = self.ports if setup.model is None else replace(self.ports, model=setup.model)
+        ports = replace(self.ports, catalog=setup.catalog)  # its own sub-agents inherit it
+        if setup.model is not None:
+            ports = replace(ports, model=setup.model)
         return Agent(
             ports,
             setup.settings,
