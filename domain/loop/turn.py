@@ -752,11 +752,19 @@ class Agent:
 
     async def _sample(self, request: SamplingRequest) -> SamplingReply:
         """A server's request for a completion: the approval policy decides (``ask``
-        asks the person), the session's model answers, and its tokens are this turn's."""
+        asks the person), the session's model answers, and its tokens are this turn's.
+
+        A completion is a request of the turn: it counts toward ``--max-requests``, its
+        tokens toward ``--max-tokens-total`` and ``--max-cost``; once the turn has
+        reached one of them, it is declined (the call, and the turn, go on to stop
+        at the next request)."""
         decision = decide_sampling(self.settings.approval)
         summary = sampling_summary(request)
         if decision == "decline":
             return SamplingReply(declined=True, why="the approval policy (read-only) declines it")
+        reached = self._over_limit()
+        if reached is not None:
+            return SamplingReply(declined=True, why=f"the turn's {reached.line}")
         if decision == "ask":
             question = ApprovalRequest(SAMPLING_TOOL, summary, "", self.name)
             self.waiting_on_person(True)
@@ -768,7 +776,9 @@ class Agent:
                 return SamplingReply(declined=True, why="nobody is here to approve it")
             if reply == "no" or isinstance(reply, Declined):
                 return SamplingReply(declined=True, why="the person declined it")
+        self.meter.request_sent()
         answer, usage = await complete(self.ports.model, request)
+        self.meter.spend(usage, self.settings.prices)
         self.add_usage(usage)
         tokens = f"{usage.input_tokens} in, {usage.output_tokens} out"
         said = f"MCP server {request.server} asked the model for a completion ({tokens})."
