@@ -30,8 +30,9 @@ from typing import Any, TypeVar
 
 from treadle.adapters.secret_names import URL_PASSWORD, is_secret, url_password
 from treadle.domain.values.events import AnswerDelta, ReasoningDelta, TurnEvent
+from treadle.domain.values.server_requests import FormAnswer, FormRequest
 from treadle.domain.values.tools import ApprovalAnswer, ApprovalRequest
-from treadle.ports.terminal import Terminal
+from treadle.ports.terminal import AsksForms, Terminal
 
 REDACTED = "[redacted]"
 MIN_SECRET_LENGTH = 8
@@ -348,6 +349,11 @@ class RedactingTerminal:
 
     def bind_interrupt(self, interrupt: Callable[[], None]) -> None:
         self.inner.bind_interrupt(interrupt)
+
+    async def ask_form(self, request: FormRequest) -> FormAnswer | None:
+        if not isinstance(self.inner, AsksForms):
+            return None
+        return await self.inner.ask_form(self._redactor.redact_value(request))
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)

@@ -91,7 +91,7 @@ from treadle.ports.isolation import WorkspaceIsolation
 from treadle.ports.model import Model, ModelServer
 from treadle.ports.notify import Notifier
 from treadle.ports.process import ProcessRunner
-from treadle.ports.terminal import Terminal
+from treadle.ports.terminal import AsksForms, Terminal
 from treadle.ports.tools import PreviewsChanges, StoppedResult, Tool, ToolCatalog, ToolContext
 from treadle.ports.transcript import TranscriptStore
 from treadle.ports.turn_start import TurnStart
@@ -745,7 +745,16 @@ class Agent:
         answer: the call, and the turn, go on)."""
         where = f" ({request.url})" if request.url else ""
         self.emit(Notice("mcp_question", f"MCP server {request.server} asks{where}.", self.name))
-        answer = await fill_form(request, self._ask_question)
+        answer = None
+        terminal = self.ports.terminal
+        if isinstance(terminal, AsksForms):  # an editor that shows the form whole
+            self.waiting_on_person(True)
+            try:
+                answer = await terminal.ask_form(request)
+            finally:
+                self.waiting_on_person(False)
+        if answer is None:
+            answer = await fill_form(request, self._ask_question)
         said = f"MCP server {request.server}'s question: {answer.action}"
         self.emit(Notice("mcp_question", said + ".", self.name))
         return answer
