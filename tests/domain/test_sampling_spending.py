@@ -11,11 +11,11 @@ from typing import Any
 from treadle.adapters.fakes import FakeClock, FakeRunner, RecordingTerminal, ScriptedModel
 from treadle.adapters.fakes import ScriptedResponse as R
 from treadle.domain.loop.settings import TurnSettings
-from treadle.domain.loop.turn import Agent, TurnOutcome, TurnPorts
+from treadle.domain.loop.turn import Agent, TurnPorts
 from treadle.domain.rules.limits import SpendingLimits
 from treadle.domain.values.conversation import Usage
 from treadle.domain.values.model import ToolSpec
-from treadle.domain.values.outcome import FailureKind, OutcomeKind
+from treadle.domain.values.outcome import FailureKind, OutcomeKind, TurnOutcome
 from treadle.domain.values.prices import Prices
 from treadle.domain.values.server_requests import SamplingMessage, SamplingReply, SamplingRequest
 from treadle.domain.values.tools import Access, ToolOutcome, ToolResult
