@@ -133,8 +133,10 @@ class _Provider(OAuthClientProvider):
             while True:
                 response = yield outgoing
                 refusal = outgoing is request and response.status_code == 401
+                if outgoing is request and not refusal:
+                    self._refreshed_on_401 = False  # taken: a later 401 may refresh again
                 if refusal and not self._refreshed_on_401 and self.context.can_refresh_token():
-                    self._refreshed_on_401 = False
+                    self._refreshed_on_401 = True  # once: a refreshed token refused asks to sign in
                     await flow.aclose()
                     self.context.token_expiry_time = 1.0  # long past: the flow refreshes first
                     request.headers.pop("Authorization", None)

@@ -5,6 +5,7 @@ file is the user's alone, and its value is in no command's environment or log.""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import stat
@@ -140,6 +141,20 @@ async def test_tokens_refreshed_mid_session_are_redacted(tmp_path: Path) -> None
             assert redactor.redact(second["access_token"]) == REDACTED
         finally:
             await servers.close()
+
+
+async def test_a_server_that_refuses_a_refreshed_token_asks_for_a_login(tmp_path: Path) -> None:
+    auth_dir = tmp_path / "state" / "mcp-auth"
+    with oauth_server() as (url, authority):
+        config = McpServerConfig("secure", url=url, oauth=True)
+        await login(config, str(auth_dir), scripted_browser)
+        authority.refuse_access = True  # a 401 for every token, the refreshed one too
+        async with asyncio.timeout(60):
+            servers = await started(config, auth_dir, tmp_path)
+            await servers.close()
+        assert authority.grants == ["authorization_code", "refresh_token"]  # refreshed once
+        (failed,) = servers.notices  # type: ignore[attr-defined]
+        assert "run treadle mcp login secure" in failed.text
 
 
 BROWSER = """\
