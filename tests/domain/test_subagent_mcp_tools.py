@@ -76,3 +76,20 @@ def test_the_budget_counts_only_the_listed_tools() -> None:
 def test_a_definition_without_a_list_gets_every_mcp_tool() -> None:
     request, _, _ = sub_agent_request(None)
     assert {"mcp__big__tool_0", "mcp__big__tool_1", "mcp__big__tool_2", "bash"} <= names(request)
+
+
+def test_a_sub_agent_the_named_one_starts_has_no_more_mcp_tools_than_it() -> None:
+    listed = [ListedTool(spec(i)) for i in range(3)]
+    model = ScriptedModel(
+        {
+            "*": [R.calling("agent", task="sub", agent="helper"), R.saying("Done.")],
+            "sub": [R.calling("agent", task="inner"), R.saying("Sub done.")],
+            "inner": [R.saying("Inner done.")],
+        }
+    )
+    clock = FakeClock()
+    ports = TurnPorts(model, clock, FakeRunner(clock), RecordingTerminal(), catalog=Catalog(listed))
+    agent = Agent(ports, TurnSettings(agents=(helper(("agent", "mcp__big__tool_1")),)))
+    assert asyncio.run(agent.run_turn("main")).kind is OutcomeKind.FINISHED
+    inner = next(r for r in model.requests if r.messages and r.messages[0].text == "inner")
+    assert {n for n in names(inner) if n.startswith("mcp__")} == {"mcp__big__tool_1"}
