@@ -30,8 +30,9 @@ from typing import Any, TypeVar
 
 from treadle.adapters.secret_names import URL_PASSWORD, is_secret, url_password
 from treadle.domain.values.events import AnswerDelta, ReasoningDelta, TurnEvent
+from treadle.domain.values.server_requests import FormAnswer, FormRequest
 from treadle.domain.values.tools import ApprovalAnswer, ApprovalRequest
-from treadle.ports.terminal import Terminal
+from treadle.ports.terminal import AsksForms, Terminal
 
 REDACTED = "[redacted]"
 MIN_SECRET_LENGTH = 8
@@ -110,6 +111,18 @@ class Redactor:
     """
 
     def __init__(self, secrets: Iterable[str] = (), *, shapes: Collection[str] = ()) -> None:
+        self._shape_patterns = tuple(shapes)
+        self._compile(secrets)
+
+    def add(self, secrets: Iterable[str]) -> None:
+        """Redact ``secrets`` too from now on (a token refreshed mid-session): every
+        holder of this redactor (screen, transcript, log, spills) sees them at once."""
+        new = [s for s in secrets if s and s not in self.secrets]
+        if new:
+            self._compile([*self.secrets, *new])
+
+    def _compile(self, secrets: Iterable[str]) -> None:
+        shapes = self._shape_patterns
         kept = {
             s
             for s in secrets
@@ -117,19 +130,22 @@ class Redactor:
             or (len(s) >= MIN_SHORT_SECRET and not _plain_word_or_number(s))
         }
         # Longest first, so a secret that contains another is replaced whole.
-        self.secrets = tuple(sorted(kept, key=lambda s: (-len(s), s)))
-        self._anywhere = frozenset(s for s in self.secrets if len(s) >= MIN_SECRET_LENGTH)
+        ordered = tuple(sorted(kept, key=lambda s: (-len(s), s)))
+        anywhere = frozenset(s for s in ordered if len(s) >= MIN_SECRET_LENGTH)
         patterns = [
-            re.escape(s) if s in self._anywhere else re.escape(s) + rf"(?![{_WORD}])"
-            for s in self.secrets
+            re.escape(s) if s in anywhere else re.escape(s) + rf"(?![{_WORD}])" for s in ordered
         ]
         patterns += [*shapes, URL_PASSWORD] if shapes else []
+        # JSON writes a secret with its quotes, backslashes and controls escaped.
+        escaped = {json.dumps(s, ensure_ascii=False)[1:-1] for s in ordered}
+        self._shapes = bool(shapes)
+        # What a search reads besides the pattern first, the pattern last: another
+        # thread redacting while secrets are added sees the old set or the new one.
+        self.secrets = ordered
+        self._anywhere = anywhere
+        self._json_needles = tuple(escaped - set(ordered))
         # One flat alternation: a group around some of it would slow the search threefold.
         self._pattern = re.compile("|".join(patterns)) if patterns else None
-        # JSON writes a secret with its quotes, backslashes and controls escaped.
-        escaped = {json.dumps(s, ensure_ascii=False)[1:-1] for s in self.secrets}
-        self._json_needles = tuple(escaped - set(self.secrets))
-        self._shapes = bool(shapes)
 
     @classmethod
     def from_environ(cls, environ: Mapping[str, str], *, also: Iterable[str] = ()) -> Redactor:
@@ -333,6 +349,11 @@ class RedactingTerminal:
 
     def bind_interrupt(self, interrupt: Callable[[], None]) -> None:
         self.inner.bind_interrupt(interrupt)
+
+    async def ask_form(self, request: FormRequest) -> FormAnswer | None:
+        if not isinstance(self.inner, AsksForms):
+            return None
+        return await self.inner.ask_form(self._redactor.redact_value(request))
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)

@@ -33,6 +33,7 @@ from acp.interfaces import Agent as AcpAgent
 from acp.interfaces import Client
 from acp.schema import (
     AgentCapabilities,
+    ElicitationCapabilities,
     EmbeddedResourceContentBlock,
     HttpMcpServer,
     Implementation,
@@ -133,6 +134,8 @@ class TreadleAgent:
         """The models ``--models`` offers the editor, beside each session's own."""
         self.client: Client | None = None
         self.sessions: dict[str, AcpSession] = {}
+        self.elicitation: ElicitationCapabilities | None = None
+        """Which of a server's questions the editor can show (its ``initialize``)."""
 
     def on_connect(self, conn: Client) -> None:
         self.client = conn
@@ -144,6 +147,7 @@ class TreadleAgent:
         client_info: Any = None,
         **_: Any,
     ) -> InitializeResponse:
+        self.elicitation = getattr(client_capabilities, "elicitation", None)
         return InitializeResponse(
             protocol_version=min(protocol_version, PROTOCOL_VERSION),
             agent_capabilities=AgentCapabilities(
@@ -276,7 +280,7 @@ class TreadleAgent:
         folder = str(sessions_dir() / session_id)
         container = session_container(app, mode="acp", session_dir=folder, resume_hint="")
         container.interactive.override(providers.Object(True))  # the editor answers approvals
-        terminal = AcpTerminal(self.client, session_id, _real(app.workspace))
+        terminal = AcpTerminal(self.client, session_id, _real(app.workspace), self.elicitation)
         container.terminal.override(providers.Object(terminal))
         refused: tuple[type[Exception], ...] = (
             ModelNotConfigured,

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from treadle.domain.values.events import TurnEvent
+from treadle.domain.values.server_requests import FormAnswer, FormRequest
 from treadle.domain.values.tools import ApprovalAnswer, ApprovalRequest
 
 
@@ -24,3 +25,12 @@ class Terminal(Protocol):
     async def ask_question(self, question: str) -> str | None: ...
 
     def bind_interrupt(self, interrupt: Callable[[], None]) -> None: ...
+
+
+@runtime_checkable
+class AsksForms(Protocol):
+    """A terminal that shows a server's form whole (an editor over ACP that declared
+    elicitation). None: it cannot show this one, and the loop asks field by field
+    through ``ask_question`` instead."""
+
+    async def ask_form(self, request: FormRequest) -> FormAnswer | None: ...

@@ -4,7 +4,10 @@ Events become session updates (:mod:`.updates`), sent in order by one task so th
 chunk of text never overtakes the call before it; adjacent chunks of text are sent
 as one. An approval is ``session/request_permission``; a client that cannot answer,
 or cancels, refuses the call. A question the model asks goes to the editor as text,
-and the turn ends waiting for the person's next prompt, as it does headless.
+and the turn ends waiting for the person's next prompt, as it does headless. An MCP
+server's question (elicitation) is the SDK's ``elicitation/create`` (unstable in ACP)
+when the editor declared it can show that kind (a form, an address); otherwise it is
+declined, as headless.
 """
 
 from __future__ import annotations
@@ -22,14 +25,20 @@ from acp.schema import (
     AgentMessageChunk,
     AgentThoughtChunk,
     AllowedOutcome,
+    ElicitationCapabilities,
+    ElicitationFormSessionMode,
+    ElicitationSchema,
+    ElicitationUrlSessionMode,
     PermissionOption,
     TextContentBlock,
     ToolCallUpdate,
 )
 
 from treadle.adapters.acp.updates import EDITS, FileChange, Updates, call_path, tool_kind
+from treadle.domain.rules.elicitation import form_schema, read_content
 from treadle.domain.values.conversation import ToolCall
 from treadle.domain.values.events import ToolFinished, ToolStarted, TurnEvent
+from treadle.domain.values.server_requests import FormAnswer, FormRequest
 from treadle.domain.values.tools import ApprovalAnswer, ApprovalRequest
 
 log = logging.getLogger("treadle.acp")
@@ -43,8 +52,17 @@ ANSWERS: dict[str, ApprovalAnswer] = {"once": "yes", "always": "always", "reject
 class AcpTerminal:
     """Shows one ACP session's turns to its client."""
 
-    def __init__(self, client: Client, session_id: str, workspace: str) -> None:
+    def __init__(
+        self,
+        client: Client,
+        session_id: str,
+        workspace: str,
+        elicitation: ElicitationCapabilities | None = None,
+    ) -> None:
         self.client = client
+        self.elicitation = elicitation
+        """What the editor said it can show of a server's questions (None: nothing)."""
+        self._elicited = 0
         self.session_id = session_id
         self.workspace = workspace
         self.updates = Updates(workspace)
@@ -107,6 +125,42 @@ class AcpTerminal:
 
     def bind_interrupt(self, interrupt: Callable[[], None]) -> None:
         self._interrupt = interrupt
+
+    async def ask_form(self, request: FormRequest) -> FormAnswer | None:
+        """A server's question, put to the editor whole; None when it did not declare
+        it can show this kind (the loop then declines it, as headless)."""
+        can = self.elicitation
+        mode: ElicitationFormSessionMode | ElicitationUrlSessionMode
+        if can is None:
+            return None
+        if request.url:
+            if can.url is None:
+                return None
+            self._elicited += 1
+            mode = ElicitationUrlSessionMode(
+                session_id=self.session_id,
+                elicitation_id=f"treadle-{self._elicited}",
+                url=request.url,  # type: ignore[arg-type]
+            )
+        else:
+            if can.form is None:
+                return None
+            schema = ElicitationSchema.model_validate(form_schema(request.fields))
+            mode = ElicitationFormSessionMode(session_id=self.session_id, requested_schema=schema)
+        await self.flush()
+        try:
+            reply = await self.client.create_elicitation(
+                message=f"MCP server {request.server} asks: {request.message}", mode=mode
+            )
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.warning("the client did not answer an elicitation", exc_info=True)
+            return FormAnswer("decline")
+        if reply.action == "accept":
+            content = getattr(reply, "content", None) or {}
+            return FormAnswer("accept", read_content(request.fields, content))
+        return FormAnswer("cancel" if reply.action == "cancel" else "decline")
 
     # Sending ------------------------------------------------------------------
 

@@ -30,7 +30,7 @@ import json
 import logging
 import os
 import time
-from collections.abc import Callable, Collection, Iterator
+from collections.abc import Callable, Collection, Iterator, Sequence
 from typing import Any, Literal
 
 import anyio
@@ -112,6 +112,7 @@ class McpConnection:
         on_change: Callable[[str, str], None] = lambda server, what: None,
         auth_dir: str = "",
         network: NetworkPolicy | None = None,
+        on_tokens: Callable[[Sequence[str]], None] | None = None,
     ) -> None:
         self.config = config
         self._network = network if network is not None else NetworkPolicy()
@@ -129,6 +130,8 @@ class McpConnection:
         self._probe_timeout = probe_timeout
         self._on_failure = on_failure
         self._on_change = on_change
+        self._on_tokens = on_tokens
+        """Hears the OAuth tokens it refreshes (the session's redactor adds them)."""
         self._auth_dir = auth_dir
         """Hears ``(server, "tools" | "resources" | "prompts")`` when a list changed."""
         self.prompts: tuple[ListedPrompt, ...] = ()
@@ -265,7 +268,7 @@ class McpConnection:
         if self.config.oauth:
             from treadle.adapters.mcp.oauth import session_auth
 
-            auth = session_auth(self.config, self._auth_dir)
+            auth = session_auth(self.config, self._auth_dir, self._on_tokens)
         return http_transport(self.config, self._remember_status, auth)
 
     def _remember_status(self, status: int) -> None:

@@ -20,7 +20,7 @@ import json
 import os
 import time
 import urllib.parse
-from collections.abc import AsyncGenerator, Awaitable, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +41,8 @@ LOGIN_TIMEOUT = 300.0
 """How long ``treadle mcp login`` waits for the browser to come back."""
 
 Browser = Callable[[str], Awaitable[None]]
+Secrets = Callable[[Sequence[str]], None]
+"""Hears the values of tokens as they are stored (the redactor's ``add``)."""
 
 
 class SignInNeeded(Exception):
@@ -56,10 +58,12 @@ def token_path(auth_dir: str, name: str) -> Path:
 
 class TokenFile:
     """The SDK's ``TokenStorage`` in one JSON file of mode 0600: the tokens, when they
-    expire, and the client's registration."""
+    expire, and the client's registration. ``on_tokens`` hears each token stored (one
+    refreshed mid-session too) before it is kept or used."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, on_tokens: Secrets | None = None) -> None:
         self.path = path
+        self._on_tokens = on_tokens
 
     def _read(self) -> dict[str, Any]:
         try:
@@ -87,6 +91,8 @@ class TokenFile:
         return OAuthToken.model_validate(tokens) if isinstance(tokens, dict) else None
 
     async def set_tokens(self, tokens: OAuthToken) -> None:
+        if self._on_tokens is not None:
+            self._on_tokens([t for t in (tokens.access_token, tokens.refresh_token) if t])
         data = self._read()
         data["tokens"] = tokens.model_dump(mode="json", exclude_none=True)
         data["expires_at"] = time.time() + tokens.expires_in if tokens.expires_in else None
@@ -127,8 +133,10 @@ class _Provider(OAuthClientProvider):
             while True:
                 response = yield outgoing
                 refusal = outgoing is request and response.status_code == 401
+                if outgoing is request and not refusal:
+                    self._refreshed_on_401 = False  # taken: a later 401 may refresh again
                 if refusal and not self._refreshed_on_401 and self.context.can_refresh_token():
-                    self._refreshed_on_401 = False
+                    self._refreshed_on_401 = True  # once: a refreshed token refused asks to sign in
                     await flow.aclose()
                     self.context.token_expiry_time = 1.0  # long past: the flow refreshes first
                     request.headers.pop("Authorization", None)
@@ -166,10 +174,13 @@ def _configured_client(config: McpServerConfig, redirect: str) -> OAuthClientInf
     )
 
 
-def session_auth(config: McpServerConfig, auth_dir: str) -> httpx2.Auth:
-    """The auth of a session's connection: the stored tokens, refreshed; a sign-in it
-    would need ends the connection with :class:`SignInNeeded`."""
-    tokens = TokenFile(token_path(auth_dir, config.name))
+def session_auth(
+    config: McpServerConfig, auth_dir: str, on_tokens: Secrets | None = None
+) -> httpx2.Auth:
+    """The auth of a session's connection: the stored tokens, refreshed (each new one
+    told to ``on_tokens``, the redactor); a sign-in it would need ends the connection
+    with :class:`SignInNeeded`."""
+    tokens = TokenFile(token_path(auth_dir, config.name), on_tokens)
 
     async def nobody(url: str) -> None:
         raise SignInNeeded(config.name)

@@ -145,6 +145,7 @@ class McpServers:
                 on_failure=lambda why, name=config.name: self._stopped(name, why),
                 on_change=self._changed,
                 auth_dir=self.auth_dir,
+                on_tokens=self._redactor.add if self._redactor is not None else None,
             )
         await asyncio.gather(*(connection.start() for connection in self._connections.values()))
         listed: dict[str, tuple[ListedTool, ...]] = {}

@@ -92,7 +92,7 @@ from treadle.ports.isolation import WorkspaceIsolation
 from treadle.ports.model import Model, ModelServer
 from treadle.ports.notify import Notifier
 from treadle.ports.process import ProcessRunner
-from treadle.ports.terminal import Terminal
+from treadle.ports.terminal import AsksForms, Terminal
 from treadle.ports.tools import PreviewsChanges, StoppedResult, Tool, ToolCatalog, ToolContext
 from treadle.ports.transcript import TranscriptStore
 from treadle.ports.turn_start import TurnStart
@@ -255,12 +255,20 @@ class Agent:
                 meter=self.meter,
             )
         setup = named_setup(
-            definition, name, settings, self.base_tools, self.ports.models, self.name
+            definition,
+            name,
+            settings,
+            self.base_tools,
+            self.ports.models,
+            self.name,
+            self.ports.catalog,
         )
         if isinstance(setup, str):
             return setup
         self.emit(setup.notice)
-        ports = self.ports if setup.model is None else replace(self.ports, model=setup.model)
+        ports = replace(self.ports, catalog=setup.catalog)  # its own sub-agents inherit it
+        if setup.model is not None:
+            ports = replace(ports, model=setup.model)
         return Agent(
             ports,
             setup.settings,
@@ -763,18 +771,35 @@ class Agent:
         answer: the call, and the turn, go on)."""
         where = f" ({request.url})" if request.url else ""
         self.emit(Notice("mcp_question", f"MCP server {request.server} asks{where}.", self.name))
-        answer = await fill_form(request, self._ask_question)
+        answer = None
+        terminal = self.ports.terminal
+        if isinstance(terminal, AsksForms):  # an editor that shows the form whole
+            self.waiting_on_person(True)
+            try:
+                answer = await terminal.ask_form(request)
+            finally:
+                self.waiting_on_person(False)
+        if answer is None:
+            answer = await fill_form(request, self._ask_question)
         said = f"MCP server {request.server}'s question: {answer.action}"
         self.emit(Notice("mcp_question", said + ".", self.name))
         return answer
 
     async def _sample(self, request: SamplingRequest) -> SamplingReply:
         """A server's request for a completion: the approval policy decides (``ask``
-        asks the person), the session's model answers, and its tokens are this turn's."""
+        asks the person), the session's model answers, and its tokens are this turn's.
+
+        A completion is a request of the turn: it counts toward ``--max-requests``, its
+        tokens toward ``--max-tokens-total`` and ``--max-cost``; once the turn has
+        reached one of them, it is declined (the call, and the turn, go on to stop
+        at the next request)."""
         decision = decide_sampling(self.settings.approval)
         summary = sampling_summary(request)
         if decision == "decline":
             return SamplingReply(declined=True, why="the approval policy (read-only) declines it")
+        reached = self._over_limit()
+        if reached is not None:
+            return SamplingReply(declined=True, why=f"the turn's {reached.line}")
         if decision == "ask":
             question = ApprovalRequest(SAMPLING_TOOL, summary, "", self.name)
             self.waiting_on_person(True)
@@ -786,7 +811,9 @@ class Agent:
                 return SamplingReply(declined=True, why="nobody is here to approve it")
             if reply == "no" or isinstance(reply, Declined):
                 return SamplingReply(declined=True, why="the person declined it")
+        self.meter.request_sent()
         answer, usage = await complete(self.ports.model, request)
+        self.meter.spend(usage, self.settings.prices)
         self.add_usage(usage)
         tokens = f"{usage.input_tokens} in, {usage.output_tokens} out"
         said = f"MCP server {request.server} asked the model for a completion ({tokens})."

@@ -14,7 +14,7 @@ Example::
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from treadle.domain.values.server_requests import FieldKind, FormAction, FormField, FormValue
@@ -202,3 +202,65 @@ def read_action(text: str | None) -> FormAction:
     if typed in NO or typed == "decline":
         return "decline"
     return "cancel"
+
+
+def form_schema(fields: Sequence[FormField]) -> dict[str, Any]:
+    """The flat JSON schema of ``fields``: the form handed whole to a client that shows
+    forms itself (an editor over ACP), as :func:`form_fields` read it."""
+    properties: dict[str, Any] = {}
+    for field in fields:
+        spec: dict[str, Any]
+        if field.kind is FieldKind.CHOICE:
+            spec = {"type": "string", "enum": list(field.choices)}
+        elif field.kind is FieldKind.CHOICES:
+            spec = {"type": "array", "items": {"type": "string", "enum": list(field.choices)}}
+        else:
+            spec = {"type": field.kind.value}
+        if field.kind in (FieldKind.NUMBER, FieldKind.INTEGER):
+            for name, bound in (("minimum", field.minimum), ("maximum", field.maximum)):
+                if bound is not None:
+                    spec[name] = bound
+        if field.title:
+            spec["title"] = field.title
+        if field.description:
+            spec["description"] = field.description
+        if field.default is not None:
+            spec["default"] = field.default
+        properties[field.key] = spec
+    required = [field.key for field in fields if field.required]
+    return {
+        "type": "object",
+        "properties": properties,
+        **({"required": required} if required else {}),
+    }
+
+
+def read_content(
+    fields: Sequence[FormField], content: Mapping[str, object]
+) -> dict[str, FormValue]:
+    """What a client sent back for the form, kept to its fields and their kinds: a
+    value of another kind, or not one of a choice's, is left out."""
+    kept: dict[str, FormValue] = {}
+    for field in fields:
+        value = content.get(field.key)
+        if _of_kind(field, value):
+            kept[field.key] = value  # type: ignore[assignment]
+    return kept
+
+
+def _of_kind(field: FormField, value: object) -> bool:
+    match field.kind:
+        case FieldKind.STRING:
+            return isinstance(value, str)
+        case FieldKind.CHOICE:
+            return isinstance(value, str) and value in field.choices
+        case FieldKind.CHOICES:
+            return isinstance(value, list) and all(v in field.choices for v in value)
+        case FieldKind.BOOLEAN:
+            return isinstance(value, bool)
+        case FieldKind.INTEGER:
+            return isinstance(value, int) and not isinstance(value, bool)
+        case FieldKind.NUMBER:
+            number = _number(value)
+            return number is not None and math.isfinite(number)
+    return False

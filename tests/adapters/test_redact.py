@@ -248,3 +248,11 @@ def test_a_secret_after_an_escaped_newline_is_kept_out_of_the_transcript(tmp_pat
 
     saved = (tmp_path / "t.jsonl").read_text()
     assert "hunter2" not in saved and SHAPED not in saved
+
+
+def test_a_secret_added_later_is_redacted_from_then_on_with_the_earlier_ones() -> None:
+    redactor = Redactor(["first-secret-value"])
+    assert redactor.redact("at-0123456789abcdef") == "at-0123456789abcdef"
+    redactor.add(["at-0123456789abcdef", "first-secret-value", ""])
+    assert redactor.redact("first-secret-value at-0123456789abcdef") == "[redacted] [redacted]"
+    assert redactor.releasable("x at-0123") == 2  # a stream waits on its start too

@@ -223,6 +223,22 @@ def build_server() -> Any:
     grow.__annotations__ = {"ctx": Context, "return": str}
     server.add_tool(grow)
 
+    from pydantic import BaseModel
+
+    class Booking(BaseModel):
+        name: str
+        seats: int = 1
+
+    async def ask(ctx: Any) -> str:
+        """Asks the person who books mid-call (an elicitation), and says the answer."""
+        result = await ctx.elicit("Who books?", schema=Booking)
+        if result.action == "accept":
+            return f"booked for {result.data.name}, {result.data.seats} seats"
+        return f"not booked: {result.action}"
+
+    ask.__annotations__ = {"ctx": Context, "return": str}
+    server.add_tool(ask)
+
     @server.tool(name="files.read", annotations=ToolAnnotations(read_only_hint=True))
     def files_read(path: str) -> str:
         """A name with a dot, which the providers refuse."""

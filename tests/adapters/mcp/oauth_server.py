@@ -38,6 +38,8 @@ class Authority:
     grants: list[str] = field(default_factory=list)
     """Each token it issued, by grant: ``authorization_code`` or ``refresh_token``."""
     lifetime: int = 3600
+    refuse_access: bool = False
+    """Take no access token at all, even one just refreshed (a resource that will not)."""
 
     def revoke_all(self) -> None:
         self.access.clear()
@@ -91,7 +93,7 @@ class Authority:
         return self._issue(str(client.client_id), scopes or refresh_token.scopes, "refresh_token")
 
     async def load_access_token(self, token: str) -> AccessToken | None:
-        found = self.access.get(token)
+        found = None if self.refuse_access else self.access.get(token)
         if found is None or (found.expires_at is not None and found.expires_at < time.time()):
             return None
         return found

@@ -5,6 +5,7 @@ file is the user's alone, and its value is in no command's environment or log.""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import stat
@@ -17,10 +18,11 @@ import pytest
 from tests.adapters.mcp.oauth_server import oauth_server
 from tests.adapters.mcp.support import tool_context
 from tests.processes import run_treadle, treadle_env
-from treadle.adapters.mcp.config import McpServerConfig
+from treadle.adapters.mcp.config import McpServerConfig, stored_tokens
 from treadle.adapters.mcp.oauth import login, logout, token_path
 from treadle.adapters.mcp.servers import McpServers
 from treadle.adapters.process.environment import child_environment
+from treadle.adapters.redact import REDACTED, Redactor
 from treadle.domain.values.events import TurnEvent
 from treadle.domain.values.tools import ToolResult
 from treadle.entrypoints.trust import trust_folder
@@ -105,6 +107,54 @@ async def test_login_a_call_a_refresh_and_a_revoked_token(tmp_path: Path) -> Non
         )
 
         assert logout(config, str(auth_dir)) and not path.exists()
+
+
+async def test_tokens_refreshed_mid_session_are_redacted(tmp_path: Path) -> None:
+    auth_dir = tmp_path / "state" / "mcp-auth"
+    with oauth_server() as (url, authority):
+        config = McpServerConfig("secure", url=url, oauth=True)
+        await login(config, str(auth_dir), scripted_browser)
+        path = token_path(str(auth_dir), "secure")
+        data = json.loads(path.read_text())
+        data["expires_at"] = 0  # refreshed as the server starts, after the redactor is made
+        path.write_text(json.dumps(data))
+        redactor = Redactor(stored_tokens(str(auth_dir), "secure"))  # as a session starts
+        servers = McpServers(
+            [config], workspace=str(tmp_path), auth_dir=str(auth_dir), redactor=redactor
+        )
+        notices: list[TurnEvent] = []
+        await servers.start(notices.append)
+        try:
+            assert notices == [] and authority.grants[-1] == "refresh_token"
+            first = json.loads(path.read_text())["tokens"]
+            assert first["access_token"] != data["tokens"]["access_token"]
+            for value in (first["access_token"], first["refresh_token"]):
+                assert redactor.redact(f"token={value}") == f"token={REDACTED}"
+
+            # The server stops taking it mid-session: the call's 401 refreshes it.
+            authority.access.clear()
+            (tool,) = servers.tools()
+            answer = await tool.run({"text": "hi"}, tool_context(tmp_path))
+            assert isinstance(answer, ToolResult) and answer.text == "echo: hi"
+            second = json.loads(path.read_text())["tokens"]
+            assert second["access_token"] != first["access_token"]
+            assert redactor.redact(second["access_token"]) == REDACTED
+        finally:
+            await servers.close()
+
+
+async def test_a_server_that_refuses_a_refreshed_token_asks_for_a_login(tmp_path: Path) -> None:
+    auth_dir = tmp_path / "state" / "mcp-auth"
+    with oauth_server() as (url, authority):
+        config = McpServerConfig("secure", url=url, oauth=True)
+        await login(config, str(auth_dir), scripted_browser)
+        authority.refuse_access = True  # a 401 for every token, the refreshed one too
+        async with asyncio.timeout(60):
+            servers = await started(config, auth_dir, tmp_path)
+            await servers.close()
+        assert authority.grants == ["authorization_code", "refresh_token"]  # refreshed once
+        (failed,) = servers.notices  # type: ignore[attr-defined]
+        assert "run treadle mcp login secure" in failed.text
 
 
 BROWSER = """\

@@ -14,7 +14,10 @@ from acp import PROTOCOL_VERSION, spawn_agent_process
 from acp.client.connection import ClientSideConnection
 from acp.interfaces import Client
 from acp.schema import (
+    AcceptElicitationResponse,
     AllowedOutcome,
+    ClientCapabilities,
+    DeclineElicitationResponse,
     DeniedOutcome,
     PermissionOption,
     RequestPermissionResponse,
@@ -34,6 +37,17 @@ class RecordingClient:
     asked: list[ToolCallUpdate] = field(default_factory=list)
     release: asyncio.Event | None = None
     changed: asyncio.Event = field(default_factory=asyncio.Event)
+    form: dict[str, Any] | None = None
+    """What it fills a server's form in with (None: it declines)."""
+    elicited: list[tuple[str, Any]] = field(default_factory=list)
+
+    async def create_elicitation(
+        self, message: str, mode: Any, **_: Any
+    ) -> AcceptElicitationResponse | DeclineElicitationResponse:
+        self.elicited.append((message, mode))
+        if self.form is None:
+            return DeclineElicitationResponse(action="decline")
+        return AcceptElicitationResponse(action="accept", content=self.form)
 
     async def request_permission(
         self, session_id: str, tool_call: ToolCallUpdate, options: list[PermissionOption], **_: Any
@@ -73,7 +87,11 @@ class RecordingClient:
 
 @asynccontextmanager
 async def treadle_acp(
-    client: RecordingClient, home: Path, *flags: str, cwd: Path | None = None
+    client: RecordingClient,
+    home: Path,
+    *flags: str,
+    cwd: Path | None = None,
+    capabilities: ClientCapabilities | None = None,
 ) -> AsyncIterator[tuple[ClientSideConnection, asyncio.subprocess.Process]]:
     async with spawn_agent_process(
         cast(Client, client),
@@ -84,6 +102,8 @@ async def treadle_acp(
         *flags,
         env=treadle_env(home),
         cwd=cwd or home,
+        # Elicitation is unstable in ACP: a client that declares it opts in to it.
+        use_unstable_protocol=capabilities is not None,
     ) as (conn, process):
-        await conn.initialize(protocol_version=PROTOCOL_VERSION)
+        await conn.initialize(protocol_version=PROTOCOL_VERSION, client_capabilities=capabilities)
         yield conn, process

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 from acp import PROTOCOL_VERSION, RequestError, text_block
-from acp.schema import McpServerStdio
+from acp.schema import ClientCapabilities, McpServerStdio
 
 from tests.entrypoints.acp_agent.acp_client import RecordingClient, treadle_acp
 from tests.processes import gone_within, is_running, wait_for_pid, write_script
@@ -424,3 +424,37 @@ async def test_initialize_settles_on_a_version_both_speak_and_says_what_treadle_
     assert capabilities.prompt_capabilities is not None
     assert capabilities.prompt_capabilities.embedded_context
     assert same.agent_info is not None and same.agent_info.name == "treadle"
+
+
+@pytest.mark.parametrize(
+    ("capabilities", "said"),
+    [
+        ({"elicitation": {"form": {}}}, "booked for Ada, 2 seats"),
+        ({}, "not booked: decline"),
+    ],
+    ids=["an editor that shows forms", "an editor that declared none"],
+)
+async def test_a_servers_question_goes_to_an_editor_that_shows_forms(
+    tmp_path: Path, workspace: Path, capabilities: dict[str, Any], said: str
+) -> None:
+    server = Path(__file__).parents[2] / "adapters" / "mcp" / "mcp_test_server.py"
+    ask = {"name": "mcp__from_editor__ask", "arguments": {}}
+    script = write_script(tmp_path, {"tool_calls": [ask]}, saying("asked"))
+    client = RecordingClient(form={"name": "Ada", "seats": 2})
+    can = ClientCapabilities.model_validate(capabilities)
+    flags = ("--model", f"script:{script}", "--approval", "auto")
+    async with treadle_acp(client, tmp_path, *flags, capabilities=can) as (conn, _):
+        editors = McpServerStdio(
+            name="from editor", command=sys.executable, args=[str(server), "stdio"], env=[]
+        )
+        session = await conn.new_session(cwd=str(workspace), mcp_servers=[editors])
+        reply = await conn.prompt(session_id=session.session_id, prompt=[text_block("book")])
+    assert reply.stop_reason == "end_turn"
+    on_call = [u for u in client.updates if getattr(u, "tool_call_id", "") == "call_1"]
+    assert said in on_call[-1].content[-1].content.text, on_call
+    if capabilities:
+        ((message, mode),) = client.elicited
+        assert message == "MCP server from_editor asks: Who books?"
+        assert set(mode.requested_schema.properties) == {"name", "seats"}
+    else:
+        assert client.elicited == []
