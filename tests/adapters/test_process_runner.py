@@ -277,21 +277,23 @@ async def test_a_spill_that_cannot_be_written_is_said_not_failed(tmp_path: Path)
 async def test_secrets_stay_out_of_the_environment_unless_let_through(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("TREADLE_TEST_API_KEY", "k-123")
-    monkeypatch.setenv("Github_Token", "t-456")
+    monkeypatch.setenv("TREADLE_TEST_API_KEY", "key-k9q2x7")
+    monkeypatch.setenv("Github_Token", "token-w4z8v1")
     monkeypatch.setenv("TREADLE_TEST_PLAIN", "visible")
     command = "env"
+    # Values no path can hold by chance: "t-456" was found in pytest's own folder
+    # /tmp/pytest-of-root/pytest-456/ (TMPDIR and PWD are in the environment).
 
     closed = ran(await SubprocessRunner().run(spec(command, tmp_path)))
     allowed = ran(
         await SubprocessRunner(passthrough_env=["Github_Token"]).run(spec(command, tmp_path))
     )
 
-    assert "k-123" not in closed.output
-    assert "t-456" not in closed.output
+    assert "key-k9q2x7" not in closed.output
+    assert "token-w4z8v1" not in closed.output
     assert "TREADLE_TEST_PLAIN=visible" in closed.output
-    assert "Github_Token=t-456" in allowed.output
-    assert "k-123" not in allowed.output
+    assert "Github_Token=token-w4z8v1" in allowed.output
+    assert "key-k9q2x7" not in allowed.output
 
 
 async def test_commands_are_told_not_to_wait_for_anyone(tmp_path: Path) -> None:
