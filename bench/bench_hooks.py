@@ -77,7 +77,7 @@ async def _per_call(workspace: str) -> tuple[float, float, float]:
 START = """
 import sys, time
 from treadle.entrypoints.config import AppConfig  # a session has these already
-from treadle.adapters.sessions import TRANSCRIPT
+from treadle.adapters.transcript.sessions import TRANSCRIPT
 from treadle.domain.values.events import Notice
 from treadle.entrypoints.hooks import read_session_hooks  # the container imports it anyway
 started = time.perf_counter()

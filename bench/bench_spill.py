@@ -26,7 +26,7 @@ from pathlib import Path
 from treadle.adapters.process import SubprocessRunner
 from treadle.adapters.process.runner import _OutputReader
 from treadle.adapters.process.spill import OutputSpill, settle
-from treadle.adapters.redact import Redactor
+from treadle.adapters.secrets.redact import Redactor
 from treadle.domain.rules.output_bound import OutputBound
 from treadle.domain.values.process import ProcessSpec
 

@@ -12,9 +12,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from treadle.adapters.jsonl_transcript import JsonlTranscript, read_transcript
-from treadle.adapters.redact import Redactor
-from treadle.adapters.serialize import event_to_record
+from treadle.adapters.secrets.redact import Redactor
+from treadle.adapters.transcript.jsonl_transcript import JsonlTranscript, read_transcript
+from treadle.adapters.transcript.serialize import event_to_record
 from treadle.domain.rules.resume import rebuild_history
 from treadle.domain.values.conversation import Message, ToolCall, Usage
 from treadle.domain.values.events import (

@@ -38,7 +38,7 @@ LAZY_IMPORTS: dict[tuple[str, str], str] = {
     "--command, once the session has started",
     ("workflows", "treadle.adapters.tools.skill"): "the skill tool only when there is a skill",
     ("hooks", "treadle.adapters.workflows.hooks"): "the hooks' adapter only when a hook is set",
-    ("hooks", "treadle.adapters.notify"): "the bell only when notify is not false",
+    ("hooks", "treadle.adapters.terminal.notify"): "the bell only when notify is not false",
     ("hooks", "treadle.domain.rules.hooks"): "the hooks' table and rules only when a file "
     "sets hooks (a session with none loads none of their value classes)",
     ("hooks", "treadle.domain.values.hook_table"): "the same",
@@ -63,11 +63,11 @@ LAZY_IMPORTS: dict[tuple[str, str], str] = {
     ("batch", "treadle.entrypoints.session"): "treadle batch --help and a bad flag are "
     "answered by argparse before a session's modules load",
     ("batch", "treadle.adapters.batch.results_file"): "the same",
-    ("batch", "treadle.adapters.sessions"): "the session store once TASKS and the flags "
+    ("batch", "treadle.adapters.transcript.sessions"): "the session store once TASKS and the flags "
     "are read, to check the sessions the lines continue",
-    ("batch", "treadle.adapters.redact"): "the container, its log and every adapter only "
+    ("batch", "treadle.adapters.secrets.redact"): "the container, its log and every adapter only "
     "once TASKS, the configuration and RESULTS are found good (nothing runs otherwise)",
-    ("batch", "treadle.adapters.session_log"): "the same",
+    ("batch", "treadle.adapters.transcript.session_log"): "the same",
     ("batch", "treadle.entrypoints.container"): "the same",
     ("batch", "treadle.entrypoints.injector"): "the same",
     ("batch", "treadle.adapters.worktrees"): "git's worktrees only for batch --worktree",

@@ -58,7 +58,12 @@ from acp.schema import (
 from treadle import __version__
 from treadle.adapters.acp.terminal import AcpTerminal
 from treadle.adapters.acp.updates import history_updates
-from treadle.adapters.sessions import MetaDamaged, SessionBusy, SessionNotFound, SessionStore
+from treadle.adapters.transcript.sessions import (
+    MetaDamaged,
+    SessionBusy,
+    SessionNotFound,
+    SessionStore,
+)
 from treadle.domain.loop.stop import StoppedFirst, StopSignal
 from treadle.domain.loop.turn import Agent
 from treadle.domain.values.outcome import OutcomeKind, TurnOutcome

@@ -272,7 +272,7 @@ def read_tasks(path: Path, *, on_this_machine: bool) -> tuple[BatchTask, ...]:
 def check_lines(tasks: Sequence[BatchTask], *, on_this_machine: bool) -> list[str]:
     """What only I/O can check: the folders and sessions the lines name (on a cluster
     they may exist on its nodes only), and the models they ask for."""
-    from treadle.adapters.sessions import SessionNotFound, SessionStore
+    from treadle.adapters.transcript.sessions import SessionNotFound, SessionStore
     from treadle.entrypoints.session import state_dir
 
     store = SessionStore(state_dir() / "sessions")
@@ -320,8 +320,8 @@ def _problems(path: Path, problems: Sequence[str]) -> str:
 
 async def run_plan(options: BatchOptions, plan: BatchPlan) -> int:
     """Run the plan with what the container builds; signals stop it."""
-    from treadle.adapters.redact import Redactor
-    from treadle.adapters.session_log import session_log
+    from treadle.adapters.secrets.redact import Redactor
+    from treadle.adapters.transcript.session_log import session_log
     from treadle.entrypoints.container import Container
     from treadle.entrypoints.injector import providers
 

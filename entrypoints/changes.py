@@ -32,7 +32,7 @@ from treadle.adapters.checkpoints import (
     ShadowRepository,
     shadow_for,
 )
-from treadle.adapters.sessions import RUNNING, SessionStore
+from treadle.adapters.transcript.sessions import RUNNING, SessionStore
 from treadle.domain.values.text import one_line, printable, quoted_path
 from treadle.entrypoints.config import USAGE_ERROR
 from treadle.entrypoints.paths import state_dir

@@ -181,7 +181,7 @@ def _stopped(command: str, json_lines: bool) -> int:
     if json_lines and not command:
         import json
 
-        from treadle.adapters.serialize import event_to_record
+        from treadle.adapters.transcript.serialize import event_to_record
         from treadle.domain.values.conversation import Usage
         from treadle.domain.values.events import TurnEnded
         from treadle.domain.values.outcome import Stopped, end_turn
@@ -202,7 +202,7 @@ def _bug_outside_a_turn(bug: Exception) -> int:
     import logging
     import traceback
 
-    from treadle.adapters.redact import Redactor
+    from treadle.adapters.secrets.redact import Redactor
     from treadle.domain.values.text import one_line
 
     redact = Redactor.from_environ(os.environ).redact

@@ -22,13 +22,24 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TextIO
 
-from treadle.adapters.jsonl_transcript import read_transcript
-from treadle.adapters.plain_terminal import PlainTerminal
-from treadle.adapters.redact import Redactor
-from treadle.adapters.replay_model import Divergence, Recording, ReplayModel, recorded_tools
-from treadle.adapters.session_fork import ForkRefused, fork_session
-from treadle.adapters.sessions import META, MetaDamaged, SessionNotFound, SessionStore, read_meta
+from treadle.adapters.secrets.redact import Redactor
 from treadle.adapters.system_clock import SystemClock
+from treadle.adapters.terminal.plain_terminal import PlainTerminal
+from treadle.adapters.transcript.jsonl_transcript import read_transcript
+from treadle.adapters.transcript.replay_model import (
+    Divergence,
+    Recording,
+    ReplayModel,
+    recorded_tools,
+)
+from treadle.adapters.transcript.session_fork import ForkRefused, fork_session
+from treadle.adapters.transcript.sessions import (
+    META,
+    MetaDamaged,
+    SessionNotFound,
+    SessionStore,
+    read_meta,
+)
 from treadle.domain.loop.stop import StopSignal
 from treadle.domain.loop.turn import Agent
 from treadle.domain.rules import context_window as rules

@@ -21,11 +21,16 @@ import os
 from typing import TYPE_CHECKING
 
 from treadle.adapters.instructions import ProjectInstructions
-from treadle.adapters.jsonl_transcript import TranscriptDamaged
-from treadle.adapters.plain_terminal import PlainTerminal
-from treadle.adapters.redact import RedactingTerminal, Redactor
-from treadle.adapters.sessions import MetaDamaged, SessionBusy, SessionLog, SessionUnusable
+from treadle.adapters.secrets.redact import RedactingTerminal, Redactor
 from treadle.adapters.system_clock import SystemClock
+from treadle.adapters.terminal.plain_terminal import PlainTerminal
+from treadle.adapters.transcript.jsonl_transcript import TranscriptDamaged
+from treadle.adapters.transcript.sessions import (
+    MetaDamaged,
+    SessionBusy,
+    SessionLog,
+    SessionUnusable,
+)
 from treadle.domain.loop.background import BackgroundProcesses
 from treadle.domain.loop.settings import TurnSettings
 from treadle.domain.loop.turn import Agent, TurnPorts

@@ -15,8 +15,8 @@ import sys
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from treadle.adapters.redact import Redactor
-from treadle.adapters.sessions import TRANSCRIPT
+from treadle.adapters.secrets.redact import Redactor
+from treadle.adapters.transcript.sessions import TRANSCRIPT
 from treadle.domain.values.events import Notice
 from treadle.entrypoints.config import AppConfig
 from treadle.entrypoints.trust import (
@@ -153,7 +153,7 @@ def build_notifier(
     is set, or nothing (``notify = false``, or no one at a terminal to hear it)."""
     if app.notify is False:
         return None
-    from treadle.adapters.notify import NotifyCommand, TerminalBell
+    from treadle.adapters.terminal.notify import NotifyCommand, TerminalBell
 
     redact = redactor.redact if redactor is not None else str
     if isinstance(app.notify, tuple):

@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from treadle import __version__
-from treadle.adapters.session_fork import ForkRefused, fork_session
-from treadle.adapters.sessions import SessionStore
+from treadle.adapters.transcript.session_fork import ForkRefused, fork_session
+from treadle.adapters.transcript.sessions import SessionStore
 from treadle.domain.loop.stop import StopSignal
 from treadle.domain.loop.turn import Agent
 from treadle.domain.rules.background import listing_lines

@@ -17,7 +17,7 @@ import time
 from collections.abc import Mapping
 from pathlib import Path
 
-from treadle.adapters.session_log import LOG_FILE
+from treadle.adapters.transcript.session_log import LOG_FILE
 
 STATE_VARIABLE = "TREADLE_STATE_DIR"
 CONFIG_VARIABLE = "TREADLE_CONFIG_DIR"

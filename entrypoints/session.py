@@ -14,8 +14,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from treadle.adapters.redact import Redactor
-from treadle.adapters.sessions import (
+from treadle.adapters.secrets.redact import Redactor
+from treadle.adapters.transcript.sessions import (
     MetaDamaged,
     SessionBusy,
     SessionNotFound,

@@ -14,11 +14,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
 from treadle.adapters.instructions import ProjectInstructions, read_instructions
-from treadle.adapters.jsonl_transcript import JsonlTranscript, refuse_unless_a_file
-from treadle.adapters.plain_terminal import JsonLinesTerminal, PlainTerminal, terminal_columns
-from treadle.adapters.redact import Redactor
-from treadle.adapters.session_log import LOG_FILE, session_log
-from treadle.adapters.sessions import (
+from treadle.adapters.secrets.redact import Redactor
+from treadle.adapters.terminal.plain_terminal import (
+    JsonLinesTerminal,
+    PlainTerminal,
+    terminal_columns,
+)
+from treadle.adapters.transcript.jsonl_transcript import JsonlTranscript, refuse_unless_a_file
+from treadle.adapters.transcript.session_log import LOG_FILE, session_log
+from treadle.adapters.transcript.sessions import (
     META,
     TRANSCRIPT,
     SessionLock,

@@ -17,9 +17,9 @@ from hypothesis import strategies as st
 from treadle.adapters.blessed_terminal import BlessedTerminal
 from treadle.adapters.fakes import FakeClock, FakeProcess, FakeRunner, ScriptedModel
 from treadle.adapters.fakes import ScriptedResponse as R
-from treadle.adapters.jsonl_transcript import JsonlTranscript, read_transcript
-from treadle.adapters.plain_terminal import JsonLinesTerminal, PlainTerminal
+from treadle.adapters.terminal.plain_terminal import JsonLinesTerminal, PlainTerminal
 from treadle.adapters.tools import file_tools
+from treadle.adapters.transcript.jsonl_transcript import JsonlTranscript, read_transcript
 from treadle.domain.loop.settings import TurnSettings
 from treadle.domain.loop.turn import Agent, TurnPorts, core_tools
 from treadle.domain.rules.truncation import TokenBudget

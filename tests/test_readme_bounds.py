@@ -39,7 +39,7 @@ from treadle.adapters.http_model.sse import EventTooLong, SseParser
 from treadle.adapters.instructions import read_instructions
 from treadle.adapters.process import SubprocessRunner
 from treadle.adapters.process.spill import settle
-from treadle.adapters.redact import EventRedactor, Redactor
+from treadle.adapters.secrets.redact import EventRedactor, Redactor
 from treadle.domain.loop.settings import TurnSettings
 from treadle.domain.loop.turn import Agent, TurnPorts, core_tools
 from treadle.domain.rules.diffs import bounded_diff

@@ -14,7 +14,7 @@ import sys
 from collections.abc import Sequence
 from typing import TextIO
 
-from treadle.adapters.plain_terminal import counted
+from treadle.adapters.terminal.plain_terminal import counted
 from treadle.domain.values.batch import OUTCOMES, Progress, TaskResult
 from treadle.domain.values.text import one_line
 

@@ -15,7 +15,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from treadle.adapters.blessed_terminal.screen import cell_width, fit, fit_head, fit_tail
-from treadle.adapters.plain_terminal import cost_text, describe_event, shown_task, token_counts
+from treadle.adapters.terminal.plain_terminal import (
+    cost_text,
+    describe_event,
+    shown_task,
+    token_counts,
+)
 from treadle.domain.rules.background import status_part
 from treadle.domain.rules.output_preview import LIVE_LINES
 from treadle.domain.rules.resumed_view import ResumedView

@@ -25,7 +25,7 @@ from typing import Any, Final, Literal, Protocol
 from treadle.adapters.blessed_terminal.display import Styles, TurnView, diff_lines
 from treadle.adapters.blessed_terminal.line_editor import Ending, Key, LineEditor
 from treadle.adapters.blessed_terminal.screen import Screen, cell_width, fit
-from treadle.adapters.log_wrap import wrap_rows
+from treadle.adapters.terminal.log_wrap import wrap_rows
 from treadle.domain.rules.diffs import bounded_diff
 from treadle.domain.values.text import one_line, printable
 from treadle.domain.values.tools import ApprovalAnswer, ApprovalRequest, Declined

@@ -40,7 +40,7 @@ from treadle.adapters.blessed_terminal.screen import (
     Screen,
 )
 from treadle.adapters.leave_now import LeaveNow
-from treadle.adapters.log_wrap import wrap_rows
+from treadle.adapters.terminal.log_wrap import wrap_rows
 from treadle.domain.rules import keys
 from treadle.domain.rules.interrupts import CtrlC
 from treadle.domain.rules.keys import Mode, route

@@ -31,7 +31,7 @@ from treadle.adapters.mcp.config import McpServerConfig
 from treadle.adapters.mcp.schema import tool_names
 from treadle.adapters.mcp.tool import McpTool, is_allowed
 from treadle.adapters.mcp.values import ListedPrompt, ListedTool
-from treadle.adapters.redact import Redactor
+from treadle.adapters.secrets.redact import Redactor
 from treadle.domain.rules.mcp_prompts import prompt_arguments
 from treadle.domain.rules.network import NetworkPolicy, server_network
 from treadle.domain.values.events import Notice, TurnEvent

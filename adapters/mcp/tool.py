@@ -21,7 +21,7 @@ from returns.result import Failure, Result, Success
 from treadle.adapters.mcp.schema import described, provider_schema
 from treadle.adapters.mcp.values import ListedTool, McpAnswer, McpCallFailure
 from treadle.adapters.process.spill import OutputSpill
-from treadle.adapters.redact import Redactor
+from treadle.adapters.secrets.redact import Redactor
 from treadle.domain.rules.output_bound import OutputBound
 from treadle.domain.values.model import ToolSpec
 from treadle.domain.values.tools import Access, ToolOutcome, ToolResult

@@ -1,6 +1,6 @@
 """The environment a command runs in: the user's, minus what looks like a secret.
 
-What looks like a secret is :mod:`treadle.adapters.secret_names`' rule, the one the
+What looks like a secret is :mod:`treadle.adapters.secrets.secret_names`' rule, the one the
 redactor keeps out of transcripts and the screen too.
 """
 
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping
 
-from treadle.adapters.secret_names import is_secret, looks_secret
+from treadle.adapters.secrets.secret_names import is_secret, looks_secret
 
 NON_INTERACTIVE = {
     "CI": "1",

@@ -31,9 +31,9 @@ from treadle.adapters.process.tree import (
     start_time,
 )
 from treadle.adapters.process.watchdog import OWNER_MARKER, ensure_watchdog, watch_cgroup
-from treadle.adapters.redact import Redactor
 from treadle.adapters.sandbox import UNCONFINED, Launch, Sandbox
 from treadle.adapters.sandbox.spawner import Start, Status, plan_start
+from treadle.adapters.secrets.redact import Redactor
 from treadle.domain.rules.output_bound import OutputBound
 from treadle.domain.values.process import HostGrant, ProcessError, ProcessResult, ProcessSpec
 

@@ -16,7 +16,7 @@ import os
 import threading
 import time
 
-from treadle.adapters.redact import Redactor, StreamRedactor
+from treadle.adapters.secrets.redact import Redactor, StreamRedactor
 from treadle.domain.rules.output_bound import OutputBound
 
 SPILL_CAP = 64 * 1024 * 1024

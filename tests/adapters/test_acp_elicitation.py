@@ -19,7 +19,7 @@ from acp.schema import (
 from treadle.adapters.acp.terminal import AcpTerminal
 from treadle.adapters.fakes import FakeClock, FakeRunner, ScriptedModel
 from treadle.adapters.fakes import ScriptedResponse as R
-from treadle.adapters.redact import RedactingTerminal, Redactor
+from treadle.adapters.secrets.redact import RedactingTerminal, Redactor
 from treadle.domain.loop.settings import TurnSettings
 from treadle.domain.loop.turn import Agent, TurnPorts
 from treadle.domain.rules.elicitation import form_fields, form_schema

@@ -6,7 +6,7 @@ from __future__ import annotations
 import io
 
 from treadle.adapters.blessed_terminal.display import TurnView
-from treadle.adapters.plain_terminal import PlainTerminal, describe_event, tokens_text
+from treadle.adapters.terminal.plain_terminal import PlainTerminal, describe_event, tokens_text
 from treadle.domain.values.conversation import Message, Usage
 from treadle.domain.values.events import (
     AnswerDelta,

@@ -13,7 +13,7 @@ import pytest
 from tests.adapters.test_blessed_terminal import Rig
 from treadle.adapters.blessed_terminal.display import Styles, diff_lines
 from treadle.adapters.blessed_terminal.line_editor import Key
-from treadle.adapters.plain_terminal import PlainTerminal
+from treadle.adapters.terminal.plain_terminal import PlainTerminal
 from treadle.domain.rules.diffs import unified_diff
 from treadle.domain.values.conversation import ToolCall
 from treadle.domain.values.events import ToolFinished, ToolStarted

@@ -10,7 +10,7 @@ import pytest
 
 from treadle.adapters.blessed_terminal.display import view_lines
 from treadle.adapters.blessed_terminal.terminal import shown_on
-from treadle.adapters.plain_terminal import describe_event, json_record
+from treadle.adapters.terminal.plain_terminal import describe_event, json_record
 from treadle.domain.values.events import TurnEvent
 
 KINDS = frozenset(get_args(TurnEvent))

@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from treadle.adapters.blessed_terminal.screen import cell_width
-from treadle.adapters.log_wrap import wrap_rows
+from treadle.adapters.terminal.log_wrap import wrap_rows
 
 DIM, GREEN, RESET = "\x1b[2m", "\x1b[32m", "\x1b[m"
 ESCAPE = re.compile(r"\x1b\[[0-9;]*m")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from treadle.adapters.notify import TerminalBell
+from treadle.adapters.terminal.notify import TerminalBell
 
 
 def test_the_bell_s_text_has_no_secrets() -> None:

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from treadle.adapters.plain_terminal import JsonLinesTerminal, PlainTerminal
+from treadle.adapters.terminal.plain_terminal import JsonLinesTerminal, PlainTerminal
 from treadle.domain.values.conversation import Message, ToolCall, Usage
 from treadle.domain.values.events import (
     AnswerDelta,

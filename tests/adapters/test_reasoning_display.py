@@ -12,7 +12,7 @@ import pytest
 
 from tests.adapters.test_blessed_terminal import Rig
 from treadle.adapters.blessed_terminal.line_editor import Key
-from treadle.adapters.plain_terminal import JsonLinesTerminal, PlainTerminal, token_counts
+from treadle.adapters.terminal.plain_terminal import JsonLinesTerminal, PlainTerminal, token_counts
 from treadle.domain.values.conversation import Usage
 from treadle.domain.values.events import (
     AnswerDelta,

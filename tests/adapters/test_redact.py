@@ -7,14 +7,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from treadle.adapters.fakes import RecordingTerminal
-from treadle.adapters.jsonl_transcript import JsonlTranscript, read_transcript
 from treadle.adapters.process.environment import child_environment
-from treadle.adapters.redact import (
+from treadle.adapters.secrets.redact import (
     REDACTED,
     EventRedactor,
     RedactingTerminal,
     Redactor,
 )
+from treadle.adapters.transcript.jsonl_transcript import JsonlTranscript, read_transcript
 from treadle.domain.values.conversation import Message, ToolCall, Usage
 from treadle.domain.values.events import (
     AnswerDelta,

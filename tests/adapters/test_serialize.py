@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from treadle.adapters.serialize import (
+from treadle.adapters.transcript.serialize import (
     EVENT_BY_NAME,
     event_to_record,
     old_sub_agent_ending,

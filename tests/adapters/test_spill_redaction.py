@@ -15,7 +15,7 @@ from treadle.adapters.process import SubprocessRunner
 from treadle.adapters.process import runner as runner_module
 from treadle.adapters.process import spill as spill_module
 from treadle.adapters.process.spill import OutputSpill, settle
-from treadle.adapters.redact import Redactor
+from treadle.adapters.secrets.redact import Redactor
 from treadle.domain.rules.output_bound import OutputBound
 from treadle.domain.values.process import ProcessSpec
 
@@ -45,7 +45,7 @@ async def test_a_secret_printed_by_a_command_is_redacted_in_the_saved_output(
 SAVE_THEN_WAIT = f"""
 import asyncio, sys
 from treadle.adapters.process import SubprocessRunner
-from treadle.adapters.redact import Redactor
+from treadle.adapters.secrets.redact import Redactor
 from treadle.domain.values.process import ProcessSpec
 command = "seq 1 3000; echo key={SECRET}; seq 1 3000; echo written; sleep 300"
 spec = ProcessSpec(command, ".", 300, output_limit=100, spill_dir=sys.argv[1])
@@ -135,7 +135,7 @@ def test_a_command_started_after_a_big_output_finds_its_saved_copy_whole(
 SAVE_MUCH_THEN_WAIT = f"""
 import asyncio, sys
 from treadle.adapters.process import SubprocessRunner, spill
-from treadle.adapters.redact import Redactor
+from treadle.adapters.secrets.redact import Redactor
 from treadle.domain.values.process import ProcessSpec
 spill.REDACT_AT_ONCE = 10_000
 command = "seq 1 3000; echo written; seq 1 3000; echo key={SECRET}; seq 1 3000; sleep 300"

@@ -20,7 +20,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from treadle.adapters.fakes import FakeProcess
 from treadle.adapters.fakes import ScriptedResponse as R
-from treadle.adapters.redact import Redactor
+from treadle.adapters.secrets.redact import Redactor
 from treadle.adapters.telemetry import TelemetryTee, TurnTracer
 from treadle.domain.values.conversation import ToolCall
 

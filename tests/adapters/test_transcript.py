@@ -5,8 +5,12 @@ from pathlib import Path
 
 import pytest
 
-from treadle.adapters.jsonl_transcript import JsonlTranscript, TranscriptDamaged, read_transcript
-from treadle.adapters.redact import REDACTED, Redactor
+from treadle.adapters.secrets.redact import REDACTED, Redactor
+from treadle.adapters.transcript.jsonl_transcript import (
+    JsonlTranscript,
+    TranscriptDamaged,
+    read_transcript,
+)
 from treadle.domain.values.conversation import Message, Usage
 from treadle.domain.values.events import (
     AnswerDelta,

@@ -7,8 +7,8 @@ import io
 
 import pytest
 
-from treadle.adapters.plain_terminal import PlainTerminal
-from treadle.adapters.word_wrap import WordWrap, width_of
+from treadle.adapters.terminal.plain_terminal import PlainTerminal
+from treadle.adapters.terminal.word_wrap import WordWrap, width_of
 from treadle.domain.values.conversation import ToolCall, Usage
 from treadle.domain.values.events import AnswerDelta, ToolFinished, ToolStarted, TurnEnded
 from treadle.domain.values.outcome import OutcomeKind, TurnOutcome

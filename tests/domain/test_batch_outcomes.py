@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from treadle.adapters.serialize import NAME_OF_EVENT
+from treadle.adapters.transcript.serialize import NAME_OF_EVENT
 from treadle.domain.rules.batch_plan import TurnDefaults, latest_results, plan_batch
 from treadle.domain.rules.turn_report import OUTCOME_BY_EXIT, Counted, TurnTally, tally
 from treadle.domain.values import events

@@ -374,7 +374,7 @@ async def test_a_stop_during_a_compaction_pauses_with_the_conversation_unchanged
 
 
 async def test_the_screen_says_each_pruning_and_compaction_in_one_line() -> None:
-    from treadle.adapters.plain_terminal import describe_event
+    from treadle.adapters.terminal.plain_terminal import describe_event
 
     run = run_on(reading(LONG), FakeWindow(8_000))
     await run.agent.run_turn(TASK)

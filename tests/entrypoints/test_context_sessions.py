@@ -25,8 +25,8 @@ from treadle.adapters.fakes import (
     ScriptedModel,
 )
 from treadle.adapters.fakes import ScriptedResponse as R
-from treadle.adapters.jsonl_transcript import read_transcript
-from treadle.adapters.plain_terminal import PlainTerminal, describe_event
+from treadle.adapters.terminal.plain_terminal import PlainTerminal, describe_event
+from treadle.adapters.transcript.jsonl_transcript import read_transcript
 from treadle.domain.loop.turn import core_tools
 from treadle.domain.rules.history import History, is_sendable
 from treadle.domain.rules.resume import rebuild_history

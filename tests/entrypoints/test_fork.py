@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from tests.processes import run_treadle, treadle_env
-from treadle.adapters.jsonl_transcript import read_transcript
+from treadle.adapters.transcript.jsonl_transcript import read_transcript
 from treadle.domain.rules.fork import ForkPoint, fork_point
 from treadle.domain.rules.resume import rebuild_history
 
@@ -133,7 +133,7 @@ async def test_slash_fork_copies_the_session_so_far_into_a_new_one(tmp_path: Pat
 
     from tests.entrypoints.test_interactive_loop import TypedTasks
     from treadle.adapters.fakes import ScriptedModel, ScriptedResponse
-    from treadle.adapters.sessions import read_meta
+    from treadle.adapters.transcript.sessions import read_meta
     from treadle.entrypoints.config import AppConfig
     from treadle.entrypoints.container import Container
     from treadle.entrypoints.interactive import fork_commands, run_interactive

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from tests.processes import ROOT, run_treadle, treadle_env, until, write_script
-from treadle.adapters.jsonl_transcript import read_transcript
-from treadle.adapters.sessions import SessionStore
+from treadle.adapters.transcript.jsonl_transcript import read_transcript
+from treadle.adapters.transcript.sessions import SessionStore
 from treadle.domain.values.events import TurnStarted
 
 pytestmark = pytest.mark.slow

@@ -17,8 +17,8 @@ from tests.entrypoints.test_replay import record, replay
 from treadle.adapters.fakes import FakeClock, FakeProcess, FakeRunner, RecordingTerminal
 from treadle.adapters.fakes import ScriptedResponse as R
 from treadle.adapters.http_model.endpoint import HttpModel
-from treadle.adapters.jsonl_transcript import JsonlTranscript, read_transcript
-from treadle.adapters.redact import Redactor
+from treadle.adapters.secrets.redact import Redactor
+from treadle.adapters.transcript.jsonl_transcript import JsonlTranscript, read_transcript
 from treadle.domain.loop.settings import TurnSettings
 from treadle.domain.loop.turn import Agent, TurnPorts
 from treadle.domain.rules.resume import rebuild_history

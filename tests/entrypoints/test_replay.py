@@ -19,9 +19,9 @@ from treadle.adapters.fakes import (
     ScriptedModel,
     ScriptedResponse,
 )
-from treadle.adapters.jsonl_transcript import JsonlTranscript, read_transcript
-from treadle.adapters.recording import Recording, recorded_failure
-from treadle.adapters.redact import Redactor
+from treadle.adapters.secrets.redact import Redactor
+from treadle.adapters.transcript.jsonl_transcript import JsonlTranscript, read_transcript
+from treadle.adapters.transcript.recording import Recording, recorded_failure
 from treadle.domain.loop.settings import TurnSettings
 from treadle.domain.loop.turn import Agent, TurnPorts, core_tools
 from treadle.domain.rules.approval import ApprovalPolicy

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from treadle.adapters.jsonl_transcript import read_transcript
+from treadle.adapters.transcript.jsonl_transcript import read_transcript
 from treadle.domain.rules.history import History, is_sendable
 from treadle.domain.rules.resume import rebuild_history
 from treadle.domain.values.events import MessageAdded, RequestSent, TurnEvent, TurnStarted

@@ -17,8 +17,8 @@ from treadle.adapters.fakes import (
     ScriptedModel,
     ScriptedResponse,
 )
-from treadle.adapters.jsonl_transcript import read_transcript
-from treadle.adapters.sessions import SessionBusy, SessionLock, SessionStore, read_meta
+from treadle.adapters.transcript.jsonl_transcript import read_transcript
+from treadle.adapters.transcript.sessions import SessionBusy, SessionLock, SessionStore, read_meta
 from treadle.domain.loop.turn import core_tools
 from treadle.domain.rules.history import is_sendable
 from treadle.domain.rules.resume import RESUME_MESSAGE

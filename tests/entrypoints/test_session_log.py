@@ -15,7 +15,7 @@ from treadle.adapters.fakes import (
     ScriptedModel,
     ScriptedResponse,
 )
-from treadle.adapters.redact import Redactor
+from treadle.adapters.secrets.redact import Redactor
 from treadle.domain.values.model import ToolSpec
 from treadle.domain.values.outcome import FailureKind, OutcomeKind
 from treadle.domain.values.tools import Access, ToolOutcome

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 from freezegun import freeze_time
 
-from treadle.adapters.jsonl_transcript import JsonlTranscript
-from treadle.adapters.sessions import (
+from treadle.adapters.transcript.jsonl_transcript import JsonlTranscript
+from treadle.adapters.transcript.sessions import (
     KILLED,
     SessionLog,
     SessionNotFound,

@@ -153,7 +153,7 @@ def test_undo_with_no_turn_yet_says_so_and_fails(tmp_path: Path) -> None:
 
 
 def test_undo_waits_while_a_turn_is_running_in_the_folder(tmp_path: Path) -> None:
-    from treadle.adapters.sessions import SessionLock, SessionStore
+    from treadle.adapters.transcript.sessions import SessionLock, SessionStore
 
     workspace = tmp_path / "work"
     workspace.mkdir()

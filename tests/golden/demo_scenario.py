@@ -16,8 +16,8 @@ from typing import Any
 
 from treadle.adapters.demo import demo_model
 from treadle.adapters.fakes import FakeClock, FakeProcess, FakeRunner, RecordingTerminal
-from treadle.adapters.jsonl_transcript import JsonlTranscript
-from treadle.adapters.redact import Redactor
+from treadle.adapters.secrets.redact import Redactor
+from treadle.adapters.transcript.jsonl_transcript import JsonlTranscript
 from treadle.domain.loop.settings import TurnSettings
 from treadle.domain.loop.turn import Agent, TurnPorts, core_tools
 from treadle.domain.values.outcome import TurnOutcome

@@ -12,7 +12,7 @@ from tests.adapters.http.server import Reply, ScriptedServer
 from tests.adapters.http.support import stream_file
 from tests.adapters.http.test_retry_end_to_end import STREAMS
 from tests.adapters.http.test_retry_end_to_end import _turn as turn
-from treadle.adapters.recording import recorded_failure
+from treadle.adapters.transcript.recording import recorded_failure
 from treadle.domain.rules.retry import is_transient
 from treadle.domain.values.events import RetryScheduled
 from treadle.domain.values.model import HttpStatusError, MalformedStream

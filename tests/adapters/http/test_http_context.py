@@ -29,7 +29,7 @@ from tests.adapters.http.support import (
 from treadle.adapters.fakes import FakeClock, FakeRunner, RecordingTerminal
 from treadle.adapters.fakes.refusals import PROVIDERS, Provider, refusal_body
 from treadle.adapters.http_model import AnthropicModel, OpenAIChatModel
-from treadle.adapters.plain_terminal import JsonLinesTerminal, PlainTerminal
+from treadle.adapters.terminal.plain_terminal import JsonLinesTerminal, PlainTerminal
 from treadle.domain.loop.settings import TurnSettings
 from treadle.domain.loop.turn import Agent, TurnPorts, core_tools
 from treadle.domain.rules.context_window import ContextSettings

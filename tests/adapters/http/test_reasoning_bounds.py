@@ -17,8 +17,8 @@ from tests.adapters.http.thinking_server import sse
 from tests.entrypoints.test_replay import replay
 from treadle.adapters.fakes import FakeClock, FakeProcess, FakeRunner, RecordingTerminal
 from treadle.adapters.http_model import OpenAIResponsesModel
-from treadle.adapters.jsonl_transcript import JsonlTranscript, read_transcript
-from treadle.adapters.redact import Redactor
+from treadle.adapters.secrets.redact import Redactor
+from treadle.adapters.transcript.jsonl_transcript import JsonlTranscript, read_transcript
 from treadle.domain.loop.settings import TurnSettings
 from treadle.domain.loop.turn import Agent, TurnPorts
 from treadle.domain.rules.kept_reasoning import KEPT_SEAL_BYTES

@@ -22,7 +22,7 @@ from treadle.adapters.mcp.config import McpServerConfig, stored_tokens
 from treadle.adapters.mcp.oauth import login, logout, token_path
 from treadle.adapters.mcp.servers import McpServers
 from treadle.adapters.process.environment import child_environment
-from treadle.adapters.redact import REDACTED, Redactor
+from treadle.adapters.secrets.redact import REDACTED, Redactor
 from treadle.domain.values.events import TurnEvent
 from treadle.domain.values.tools import ToolResult
 from treadle.entrypoints.trust import trust_folder

@@ -20,7 +20,7 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TextIO
 
-from treadle.adapters.serialize import event_to_record
+from treadle.adapters.transcript.serialize import event_to_record
 from treadle.domain.rules.context_window import is_learned
 from treadle.domain.values.conversation import Usage
 from treadle.domain.values.events import (
@@ -67,7 +67,7 @@ _JSON_UNESCAPED_CONTROL = re.compile(
 )
 
 if TYPE_CHECKING:
-    from treadle.adapters.word_wrap import WordWrap
+    from treadle.adapters.terminal.word_wrap import WordWrap
 
 
 def counted(number: int, noun: str) -> str:
@@ -318,7 +318,7 @@ class PlainTerminal:
         self._wrap: WordWrap | None = None
         if width is not None:
             # Lazy (entrypoints.NOT_BEFORE_FIRST_REQUEST): wcwidth's tables, for a terminal only.
-            from treadle.adapters.word_wrap import WordWrap
+            from treadle.adapters.terminal.word_wrap import WordWrap
 
             self._wrap = WordWrap(width)
         self._width = width
@@ -383,7 +383,7 @@ class PlainTerminal:
             self._wrap.feed("\n")  # the lines below start a row of their own
         lines, self._held = self._held + lines, []
         if self._width is not None:  # on a terminal, broken between words as the answer
-            from treadle.adapters.log_wrap import wrap_rows
+            from treadle.adapters.terminal.log_wrap import wrap_rows
 
             lines = wrap_rows(lines, self._width(), margin=0)
         held, self._held_thought = "".join(self._held_thought), []

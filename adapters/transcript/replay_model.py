@@ -29,12 +29,12 @@ from typing import Any
 
 from returns.result import Failure, Result, Success
 
-from treadle.adapters.recording import (
+from treadle.adapters.secrets.redact import REDACTED
+from treadle.adapters.transcript.recording import (
     Conversation,
     Exchange,
     Recording,
 )
-from treadle.adapters.redact import REDACTED
 from treadle.domain.rules.history import INTERRUPTED_RESULT, History
 from treadle.domain.values.conversation import Message
 from treadle.domain.values.events import RequestFailed, ResponseReceived, SubAgentEnding

@@ -20,8 +20,8 @@ import json
 import os
 from pathlib import Path
 
-from treadle.adapters.jsonl_transcript import read_transcript
-from treadle.adapters.sessions import (
+from treadle.adapters.transcript.jsonl_transcript import read_transcript
+from treadle.adapters.transcript.sessions import (
     RUNNING,
     SessionMeta,
     SessionStore,

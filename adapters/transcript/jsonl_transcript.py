@@ -10,8 +10,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
-from treadle.adapters.redact import EventRedactor, Redactor
-from treadle.adapters.serialize import event_to_record, record_to_event
+from treadle.adapters.secrets.redact import EventRedactor, Redactor
+from treadle.adapters.transcript.serialize import event_to_record, record_to_event
 from treadle.domain.values.events import TurnEvent
 
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from treadle.adapters.word_wrap import width_of as cell_width
+from treadle.adapters.terminal.word_wrap import width_of as cell_width
 
 _ESCAPE = re.compile(r"\x1b\[[0-9;:?]*[ -/]*[@-~]|\x1b[()][A-Za-z0-9]")
 _RESET = re.compile(r"\x1b\[0*m")

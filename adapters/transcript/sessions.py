@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-from treadle.adapters.jsonl_transcript import (
+from treadle.adapters.transcript.jsonl_transcript import (
     JsonlTranscript,
     read_transcript,
     refuse_unless_a_file,

@@ -1,6 +1,6 @@
 """Keeping secrets out of everything treadle stores or shows.
 
-The values of secret variables (:mod:`treadle.adapters.secret_names`: the names with
+The values of secret variables (:mod:`treadle.adapters.secrets.secret_names`: the names with
 KEY, TOKEN, SECRET, PASSWORD… in them, and URLs with a password), the configured API
 key, strings shaped like well-known API keys, and the password of any URL become
 ``[redacted]`` wherever they appear.
@@ -28,7 +28,7 @@ import re
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from typing import Any, TypeVar
 
-from treadle.adapters.secret_names import URL_PASSWORD, is_secret, url_password
+from treadle.adapters.secrets.secret_names import URL_PASSWORD, is_secret, url_password
 from treadle.domain.values.events import AnswerDelta, ReasoningDelta, TurnEvent
 from treadle.domain.values.server_requests import FormAnswer, FormRequest
 from treadle.domain.values.tools import ApprovalAnswer, ApprovalRequest
