@@ -159,3 +159,13 @@ def test_the_sampling_question_says_the_budget_kept_and_how_much_the_server_send
     assert line.endswith(": sum up")
     one = sampling_summary(SamplingRequest("srv", (SamplingMessage("user", "hi"),), "", 100))
     assert one == "srv asks the model (at most 100 tokens): hi"
+
+
+def test_a_choice_of_ten_thousand_long_labels_is_asked_on_a_bounded_line() -> None:
+    # hostile2: an enum of 10,000 values of 1,000 characters was one question of 10 MB
+    values = [f"v{i}-" + "x" * 1000 for i in range(10_000)]
+    (field,) = form_fields({"properties": {"pick": {"type": "string", "enum": values}}})
+    question = field_question(field)
+    assert len(question) < 4000
+    assert "1) v0-" in question and "9970 more" in question
+    assert read_field(field, "10000") == (values[-1], "")  # every one can still be chosen
