@@ -8,12 +8,13 @@ import dataclasses
 from pathlib import Path
 
 import pytest
+from returns.result import Result
 
 from treadle.adapters.process import SubprocessRunner
 from treadle.adapters.workflows.hooks import HOOK_STDERR, CommandHooks
 from treadle.domain.rules.hooks import read_hooks
 from treadle.domain.values.hooks import HookEvent, HookInput
-from treadle.domain.values.process import ProcessSpec
+from treadle.domain.values.process import ProcessError, ProcessResult, ProcessSpec
 
 RM = HookInput(HookEvent.PRE_TOOL_USE, "bash", {"command": "rm -rf build"})
 
@@ -26,7 +27,7 @@ class _Capped(SubprocessRunner):
         super().__init__(grace=0.2)
         self._kib = kib
 
-    async def run(self, spec: ProcessSpec):  # type: ignore[no-untyped-def]
+    async def run(self, spec: ProcessSpec) -> Result[ProcessResult, ProcessError]:
         capped = f"ulimit -v {self._kib}\n{spec.command}"
         return await super().run(dataclasses.replace(spec, command=capped))
 
