@@ -128,8 +128,10 @@ def field_question(field: FormField) -> str:
         FieldKind.STRING: "text",
     }.get(field.kind)
     if field.kind in (FieldKind.CHOICE, FieldKind.CHOICES):
-        shown = field.labels[:CHOICES_SHOWN]
-        listed = ", ".join(f"{index}) {_cut(label)}" for index, label in enumerate(shown, start=1))
+        listing = field.labels[:CHOICES_SHOWN]
+        listed = ", ".join(
+            f"{index}) {_cut(label)}" for index, label in enumerate(listing, start=1)
+        )
         if len(field.labels) > CHOICES_SHOWN:
             listed += f", … ({len(field.labels) - CHOICES_SHOWN} more: type one's value or number)"
         kind = ("one of " if field.kind is FieldKind.CHOICE else "some of, by commas: ") + listed
