@@ -13,6 +13,7 @@ platformdirs is imported only when no variable names the folder.
 from __future__ import annotations
 
 import os
+import stat
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -95,8 +96,6 @@ def read_settings_file(path: str | Path, limit: int = SETTINGS_FILE_LIMIT) -> by
     bytes: a repository's ``.treadle.toml`` committed as a symlink to ``/dev/zero`` (or
     a FIFO) would be read without end. ``FileNotFoundError`` when there is none; any
     other ``OSError`` names why it is not read (the path left for the caller to say)."""
-    import stat
-
     descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     try:
         mode = os.fstat(descriptor).st_mode
