@@ -46,7 +46,7 @@ from treadle.entrypoints.config_schema import (
     ConfigError,
 )
 from treadle.entrypoints.config_show import describe_config
-from treadle.entrypoints.paths import project_config_path, user_config_path
+from treadle.entrypoints.paths import project_config_path, read_settings_file, user_config_path
 from treadle.entrypoints.trust import (
     HELD_BECAUSE,
     held_back_warning,
@@ -199,11 +199,11 @@ def read_file_values(path: Path) -> dict[str, Any]:
 
 def _read(path: Path) -> bytes | None:
     try:
-        return path.read_bytes()
+        return read_settings_file(path)
     except FileNotFoundError:
         return None
     except OSError as error:
-        raise ConfigError(f"{path}: cannot be read: {error}") from None
+        raise ConfigError(f"{path}: cannot be read: {error.strerror or error}") from None
 
 
 def _parsed(content: bytes, path: Path) -> dict[str, Any]:

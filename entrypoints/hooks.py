@@ -19,6 +19,7 @@ from treadle.adapters.secrets.redact import Redactor
 from treadle.adapters.transcript.sessions import TRANSCRIPT
 from treadle.domain.values.events import Notice
 from treadle.entrypoints.config import AppConfig
+from treadle.entrypoints.paths import read_settings_file
 from treadle.entrypoints.trust import (
     CLAUDE_SETTINGS,
     read_claude_settings,
@@ -113,11 +114,12 @@ def _settings_hooks(path: str) -> tuple[HookTable, tuple[str, ...]]:
     from treadle.domain.values.hook_table import HookTable
 
     try:
-        with open(path, "rb") as file:
-            data = json.loads(file.read())
+        data = json.loads(read_settings_file(path))
     except FileNotFoundError:
         return HookTable(), ()
-    except (OSError, ValueError) as error:
+    except OSError as error:
+        return HookTable(), (f"cannot be read: {error.strerror or error}",)
+    except ValueError as error:
         return HookTable(), (f"cannot be read: {error}",)
     if not isinstance(data, dict) or "hooks" not in data:
         return HookTable(), ()

@@ -13,6 +13,7 @@ platformdirs is imported only when no variable names the folder.
 from __future__ import annotations
 
 import os
+import stat
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -83,3 +84,27 @@ def outside_log_path(environ: Mapping[str, str] | None = None) -> Path:
     """Where a bug outside any session leaves its traceback: the state folder's
     ``treadle.log``, the name a session's log has in its own folder."""
     return state_dir(environ) / LOG_FILE
+
+
+SETTINGS_FILE_LIMIT = 4 * 1024 * 1024
+"""Bytes a settings file may hold (``config.toml``, ``.treadle.toml``, Claude Code's
+``settings.json``): more is refused, not read."""
+
+
+def read_settings_file(path: str | Path, limit: int = SETTINGS_FILE_LIMIT) -> bytes:
+    """A settings file's bytes, read only when it is a regular file of at most ``limit``
+    bytes: a repository's ``.treadle.toml`` committed as a symlink to ``/dev/zero`` (or
+    a FIFO) would be read without end. ``FileNotFoundError`` when there is none; any
+    other ``OSError`` names why it is not read (the path left for the caller to say)."""
+    descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        mode = os.fstat(descriptor).st_mode
+        if not stat.S_ISREG(mode):
+            raise OSError("not a regular file (a FIFO, a folder, a device)")
+        with os.fdopen(descriptor, "rb", closefd=False) as file:
+            data = file.read(limit + 1)
+    finally:
+        os.close(descriptor)
+    if len(data) > limit:
+        raise OSError(f"larger than {limit // (1024 * 1024)} MiB")
+    return data

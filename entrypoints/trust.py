@@ -35,7 +35,11 @@ from pathlib import Path
 from typing import Any, Literal
 
 from treadle.entrypoints.config_schema import KEYS, AppConfig
-from treadle.entrypoints.paths import project_config_path, trusted_folders_path
+from treadle.entrypoints.paths import (
+    project_config_path,
+    read_settings_file,
+    trusted_folders_path,
+)
 
 TrustState = Literal["trusted", "changed", "unrecorded", "untrusted"]
 TrustedPart = Literal["project", "claude"]
@@ -155,13 +159,16 @@ def trust_state(
 
 def read_claude_settings(workspace: str) -> bytes | None:
     """Claude Code's settings files of the folder, as one content that trust is bound
-    to (each file's name before its bytes); None when it has neither."""
+    to (each file's name before its bytes); None when it has neither. One that is there
+    but not a regular file of a bounded size is not read."""
     found = b""
     for name in CLAUDE_SETTINGS:
         try:
-            data = Path(workspace, name).read_bytes()
-        except OSError:
+            data = read_settings_file(Path(workspace, name))
+        except FileNotFoundError:
             continue
+        except OSError:  # there but not read (a device, a FIFO, too large): said, not run
+            data = b"\0unreadable"
         found += name.encode() + b"\0" + str(len(data)).encode() + b"\0" + data
     return found or None
 
@@ -170,7 +177,7 @@ def read_project_content(workspace: str) -> bytes | None:
     """The project file's bytes as they are now; None when there is none (or it cannot
     be read: then nothing of it is trusted)."""
     try:
-        return project_config_path(workspace).read_bytes()
+        return read_settings_file(project_config_path(workspace))
     except OSError:
         return None
 

@@ -20,7 +20,7 @@ import json
 import os
 from pathlib import Path
 
-from treadle.adapters.transcript.jsonl_transcript import read_transcript
+from treadle.adapters.transcript.jsonl_transcript import TranscriptDamaged, read_transcript
 from treadle.adapters.transcript.sessions import (
     RUNNING,
     SessionMeta,
@@ -39,8 +39,8 @@ class ForkRefused(ValueError):
 def fork_session(store: SessionStore, parent: str, fork: str, at: int | None) -> SessionMeta:
     """Make session ``fork`` from the first ``at`` turns of ``parent`` (None: all).
 
-    Raises :class:`ForkRefused` with the reason, ``OSError`` when the state folder
-    cannot hold it (then nothing of the fork is left)."""
+    Raises :class:`ForkRefused` with the reason (a damaged transcript among them),
+    ``OSError`` when the state folder cannot hold it (then nothing of the fork is left)."""
     lines = _whole_lines(store.transcript_path(parent))
     point = fork_point([_kind(line) for line in lines], at)
     if not isinstance(point, ForkPoint):
@@ -51,7 +51,13 @@ def fork_session(store: SessionStore, parent: str, fork: str, at: int | None) ->
     try:
         transcript = store.transcript_path(fork)
         _write_whole(transcript, b"".join(lines[: point.lines]))
-        summary = summarize(read_transcript(transcript))
+        try:
+            summary = summarize(read_transcript(transcript))
+        except TranscriptDamaged as error:  # a line changed by hand: the fork is not made
+            where = str(error).replace(f"{transcript}:", "line ", 1)
+            raise ForkRefused(
+                f"cannot fork session {parent}: its transcript is damaged at {where}"
+            ) from None
         forked = dataclasses.replace(
             meta,
             id=fork,

@@ -33,19 +33,25 @@ HOOK_OUTPUT = 256 * 1024
 """Bytes of a hook's output kept (its head and tail): a verdict is a line or a JSON
 object; a hook that prints more is read no further."""
 
+HOOK_STDERR = 32 * 1024
+"""Bytes of a hook's stderr kept (its tail, where the reason of an ``exit 2`` ends): the
+wrapper's shell holds no more of it however much the hook writes."""
+
 WRAPPER = (
     "exec 3>&1\n"
-    'treadle_hook_err=$( { eval "$TREADLE_HOOK_COMMAND"; } <"$TREADLE_HOOK_INPUT" '
-    "2>&1 1>&3 3>&- )\n"
-    "treadle_hook_status=$?\n"
+    'treadle_hook_err=$( { ( eval "$TREADLE_HOOK_COMMAND" ) <"$TREADLE_HOOK_INPUT" '
+    '2>&1 1>&3 3>&-; printf \'\\n%s\' "$?"; } | tail -c "$TREADLE_HOOK_STDERR" )\n'
+    'treadle_hook_status=${treadle_hook_err##*"\n"}\n'
     "exec 3>&-\n"
-    'printf \'\\n%s\\n%s\' "$TREADLE_HOOK_MARK" "$treadle_hook_err"\n'
+    'printf \'\\n%s\\n%s\' "$TREADLE_HOOK_MARK" "${treadle_hook_err%"\n"*}"\n'
     'exit "$treadle_hook_status"\n'
 )
 """The hook's command (in ``TREADLE_HOOK_COMMAND``, so that its text is never spliced
-into shell) with stdin from ``TREADLE_HOOK_INPUT``, stdout straight to the output, and
-stderr gathered, then written after ``TREADLE_HOOK_MARK``; its exit code is the
-wrapper's."""
+into shell; in a subshell of its own, so that its ``exit`` ends only it) with stdin from
+``TREADLE_HOOK_INPUT``, stdout straight to the output, and stderr gathered — its last
+``TREADLE_HOOK_STDERR`` bytes, through ``tail``, with the exit code written last behind
+them, so that the shell holds a bounded text however much the hook writes — then
+written after ``TREADLE_HOOK_MARK``; its exit code is the wrapper's."""
 
 log = logging.getLogger(__name__)
 
@@ -110,6 +116,7 @@ class CommandHooks:
                 "TREADLE_HOOK_COMMAND": command.command,
                 "TREADLE_HOOK_INPUT": input_path,
                 "TREADLE_HOOK_MARK": mark,
+                "TREADLE_HOOK_STDERR": str(HOOK_STDERR),
                 "CLAUDE_PROJECT_DIR": self._workspace,
             },
         )

@@ -31,6 +31,17 @@ ATTEMPTS = 3
 """How often a field is asked again after an answer that does not read."""
 
 
+CHOICES_SHOWN = 30
+"""Choices a field's question lists (the others are chosen by value or number): a
+server may send an enum of any length."""
+LABEL_SHOWN = 80
+"""Characters of a choice's label shown in its question."""
+
+
+def _cut(label: str) -> str:
+    return label if len(label) <= LABEL_SHOWN else label[: LABEL_SHOWN - 1] + "…"
+
+
 def form_fields(schema: Mapping[str, Any]) -> tuple[FormField, ...]:
     """The fields of a form's ``requestedSchema`` (flat: its top-level properties), in
     order. A property of a kind no form holds (an object) is read as a string."""
@@ -117,7 +128,12 @@ def field_question(field: FormField) -> str:
         FieldKind.STRING: "text",
     }.get(field.kind)
     if field.kind in (FieldKind.CHOICE, FieldKind.CHOICES):
-        listed = ", ".join(f"{index}) {label}" for index, label in enumerate(field.labels, start=1))
+        listing = field.labels[:CHOICES_SHOWN]
+        listed = ", ".join(
+            f"{index}) {_cut(label)}" for index, label in enumerate(listing, start=1)
+        )
+        if len(field.labels) > CHOICES_SHOWN:
+            listed += f", … ({len(field.labels) - CHOICES_SHOWN} more: type one's value or number)"
         kind = ("one of " if field.kind is FieldKind.CHOICE else "some of, by commas: ") + listed
     if field.minimum is not None or field.maximum is not None:
         low = "" if field.minimum is None else f"{field.minimum:g}"

@@ -34,12 +34,18 @@ def decide_sampling(policy: ApprovalPolicy) -> SamplingDecision:
 
 
 def sampling_summary(request: SamplingRequest, length: int = 160) -> str:
-    """The approval question's line: who asks, and the start of what it asks."""
+    """The approval question's line: who asks, how much it sends (when more than one
+    message) and the budget it gets (not what it asked, which may be 10**9), and the
+    start of its last message."""
     last = request.messages[-1].text if request.messages else ""
-    line = " ".join(last.split())
+    line = " ".join(last[: length * 4].split())
     if len(line) > length:
         line = line[: length - 1] + "…"
-    return f"{request.server} asks the model (at most {request.max_tokens} tokens): {line}"
+    budget = f"at most {sampling_budget(request.max_tokens)} tokens"
+    if len(request.messages) > 1:
+        sent = sum(len(message.text) for message in request.messages) + len(request.system)
+        budget = f"{len(request.messages)} messages, {sent} characters; {budget}"
+    return f"{request.server} asks the model ({budget}): {line}"
 
 
 def sampling_budget(asked: int) -> int:

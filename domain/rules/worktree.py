@@ -94,8 +94,9 @@ def read_worktree_list(porcelain: str) -> list[WorktreeEntry]:
 
 
 def sessions_worktrees(entries: Sequence[WorktreeEntry]) -> list[WorktreeEntry]:
-    """The worktrees treadle made: those on a ``treadle/`` branch."""
-    return [entry for entry in entries if entry.branch.startswith(BRANCH_PREFIX)]
+    """The worktrees treadle made: those on a ``treadle/`` branch, the main checkout (git
+    lists it first) left out even when it is on one."""
+    return [entry for entry in entries[1:] if entry.branch.startswith(BRANCH_PREFIX)]
 
 
 def include_patterns(text: str) -> list[str]:

@@ -141,3 +141,31 @@ def test_an_address_to_visit_is_asked_once_and_names_the_address() -> None:
     request = FormRequest("s", "Sign in", url="https://example.com/auth")
     assert asyncio.run(fill_form(request, ask)).action == "accept"
     assert "https://example.com/auth" in asked[0] and len(asked) == 1
+
+
+def test_the_sampling_question_says_the_budget_kept_and_how_much_the_server_sends() -> None:
+    # hostile2: a server asking for 10**9 tokens with 10,000 messages was put to the
+    # person as "at most 1000000000 tokens" and its last message only
+    from treadle.domain.rules.sampling import sampling_summary
+    from treadle.domain.values.server_requests import SamplingMessage, SamplingRequest
+
+    many = tuple(SamplingMessage("user", "x" * 100) for _ in range(10_000))
+    line = sampling_summary(
+        SamplingRequest("srv", (*many, SamplingMessage("user", "sum up")), "", 10**9)
+    )
+    assert line.startswith(
+        "srv asks the model (10001 messages, 1000006 characters; at most 8192 tokens): "
+    )
+    assert line.endswith(": sum up")
+    one = sampling_summary(SamplingRequest("srv", (SamplingMessage("user", "hi"),), "", 100))
+    assert one == "srv asks the model (at most 100 tokens): hi"
+
+
+def test_a_choice_of_ten_thousand_long_labels_is_asked_on_a_bounded_line() -> None:
+    # hostile2: an enum of 10,000 values of 1,000 characters was one question of 10 MB
+    values = [f"v{i}-" + "x" * 1000 for i in range(10_000)]
+    (field,) = form_fields({"properties": {"pick": {"type": "string", "enum": values}}})
+    question = field_question(field)
+    assert len(question) < 4000
+    assert "1) v0-" in question and "9970 more" in question
+    assert read_field(field, "10000") == (values[-1], "")  # every one can still be chosen

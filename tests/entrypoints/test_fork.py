@@ -156,3 +156,24 @@ async def test_slash_fork_copies_the_session_so_far_into_a_new_one(tmp_path: Pat
     assert (fork / "transcript.jsonl").read_bytes() == original
     meta = read_meta(fork)
     assert (meta.forked_from, meta.forked_at, meta.turns) == ("s1", 1, 1)
+
+
+@pytest.mark.slow
+def test_a_fork_of_a_damaged_transcript_is_one_line_and_leaves_nothing(tmp_path: Path) -> None:
+    # hostile2: a line changed by hand in the middle was an "internal error" naming a
+    # folder of the fork's that was then deleted
+    env = treadle_env(tmp_path)
+    done = run_treadle(
+        "--session-id", "hurt", "--model", _script(tmp_path, "s", {"text": "Hi."}), "--print", "hi",
+        cwd=tmp_path, env=env,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    transcript = tmp_path / "state" / "sessions" / "hurt" / "transcript.jsonl"
+    lines = transcript.read_bytes().splitlines(keepends=True)
+    hurt = b'{"type": "turn_started", garbage\n'
+    transcript.write_bytes(b"".join([*lines[:2], hurt, *lines[2:]]))
+    forked = run_treadle("fork", "hurt", cwd=tmp_path, env=env)
+    assert forked.returncode == 2, forked.stderr
+    assert forked.stderr.startswith("treadle: cannot fork session hurt: its transcript ")
+    assert forked.stderr.count("\n") == 1 and "internal error" not in forked.stderr
+    assert sorted(p.name for p in (tmp_path / "state" / "sessions").iterdir()) == ["hurt"]

@@ -56,6 +56,16 @@ def test_only_treadles_worktrees_are_listed() -> None:
     assert sessions_worktrees(listed) == [WorktreeEntry("/t/x", "treadle/x", "bb")]
 
 
+def test_the_main_checkout_on_a_treadle_branch_is_not_listed_as_one_of_treadles() -> None:
+    # git lists the main worktree first; checked out on treadle/x (a branch looked at in
+    # place), it is still the repository's own checkout, not a worktree to remove
+    listed = read_worktree_list(
+        "worktree /r\nHEAD aa\nbranch refs/heads/treadle/x\n\n"
+        "worktree /t/y\nHEAD bb\nbranch refs/heads/treadle/y\n\n"
+    )
+    assert sessions_worktrees(listed) == [WorktreeEntry("/t/y", "treadle/y", "bb")]
+
+
 def test_worktreeinclude_names_files_inside_the_repository_only() -> None:
     assert include_patterns(".env\n# no\n\n../x\n/etc/passwd\nsub/../../y\nlocal/*.toml\n") == [
         ".env",
