@@ -29,7 +29,13 @@ def test_ctrl_o_after_a_turn_shows_the_folded_output_of_its_command_in_full(
     assert "  │ … 20 more lines · ctrl-o to expand" in shown
     assert "  │ 115" not in shown
     terminal.child.send("\x0f")  # Ctrl-O
-    shown = terminal.read_until(lambda shown: any("in full" in row for row in shown))
+    # The result comes in more than one write: read until its last line is there.
+    shown = terminal.read_until(
+        lambda shown: (
+            any("in full" in row for row in shown)
+            and any(row.rstrip() == "  │ 130" for row in shown)
+        )
+    )
     start = next(i for i, row in enumerate(shown) if "in full, as the model read it" in row)
     assert shown[start].startswith("▸ bash seq 101 130")
     body = shown[start + 1 : start + 40]

@@ -105,10 +105,13 @@ def test_after_resizes_the_screen_holds_one_status_line_and_no_fragments(
 
         def redrawn(shown: list[str], width: int = width) -> bool:
             status = [row for row in shown if "Esc to stop" in row]
+            choices = sum("[y]es" in row for row in shown)
             return (
                 len(status) == 1
                 and len(status[0]) <= width
                 and not any("tokens" in row and "Esc to stop" not in row for row in shown)
+                # the live rows come in more than one write: all of them, then
+                and (approval != "ask" or choices > 0)
             )
 
         shown = terminal.read_until(redrawn)
