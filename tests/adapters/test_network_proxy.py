@@ -14,6 +14,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from tests.local_http import serving
 from treadle.adapters.sandbox.proxy import NetworkProxy
 
 SEEN: list[tuple[str, str]] = []
@@ -34,11 +35,8 @@ class _Outside(http.server.BaseHTTPRequestHandler):
 
 @pytest.fixture(scope="module")
 def outside() -> Iterator[int]:
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Outside)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield server.server_address[1]
-    server.shutdown()
-    server.server_close()
+    with serving(_Outside) as port:
+        yield port
 
 
 @pytest.fixture

@@ -18,12 +18,12 @@ import subprocess
 import sys
 import tempfile
 import textwrap
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from tests.local_http import serving
 from treadle.adapters.process import SubprocessRunner
 from treadle.adapters.sandbox import Sandbox, probe
 from treadle.adapters.sandbox.landlock import probe_seccomp
@@ -75,11 +75,8 @@ class _Outside(http.server.BaseHTTPRequestHandler):
 @pytest.fixture(scope="module")
 def outside() -> Iterator[int]:
     """An HTTP server on 127.0.0.1: its port."""
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Outside)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield server.server_address[1]
-    server.shutdown()
-    server.server_close()
+    with serving(_Outside) as port:
+        yield port
 
 
 @pytest.fixture
