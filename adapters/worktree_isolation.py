@@ -16,9 +16,7 @@ from collections.abc import Callable
 
 from returns.result import Failure, Result, Success
 
-from treadle.adapters.worktrees import WorktreeError, Worktrees, git
 from treadle.domain.rules.output_bound import OutputBound
-from treadle.domain.rules.worktree import name_for
 from treadle.domain.values.tools import Isolated
 
 DIFF_LIMIT = 60_000
@@ -37,6 +35,11 @@ class WorktreeIsolation:
         return await asyncio.to_thread(self._isolate, workspace, agent)
 
     def _isolate(self, workspace: str, agent: str) -> Result[Isolated, str]:
+        # git's worktrees only once a sub-agent asks for one: every session offers the
+        # port, and importing them cost 3 ms before the first request.
+        from treadle.adapters.worktrees import WorktreeError, Worktrees, git
+        from treadle.domain.rules.worktree import name_for
+
         folder = os.path.realpath(workspace)
         trees = Worktrees.of(folder, self._root)
         if trees is None:
@@ -60,6 +63,8 @@ class WorktreeIsolation:
         return await asyncio.to_thread(self._finish, isolated)
 
     def _finish(self, isolated: Isolated) -> str:
+        from treadle.adapters.worktrees import Worktrees, git
+
         folder = isolated.folder
         git(folder, "add", "-A")
         done = git(folder, "diff", "--cached", "--no-color", "--no-ext-diff", isolated.base)

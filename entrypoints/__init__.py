@@ -89,6 +89,7 @@ NOT_BEFORE_FIRST_REQUEST: dict[str, str] = {
     "treadle.adapters.blessed_terminal": "the full-screen display, on a terminal only",
     "treadle.adapters.batch": "treadle batch only",
     "treadle.adapters.acp": "treadle acp only",
+    "treadle.adapters.worktrees": "git's worktrees, once --worktree or a sub-agent asks",
     "treadle.domain.rules.resume": "continuing a session (--resume, a transcript to read)",
     "treadle.domain.rules.resumed_view": "showing a continued session's past",
     "wcwidth": "word wrap, for --print on a terminal only (plain_terminal)",
