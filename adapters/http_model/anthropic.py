@@ -24,8 +24,7 @@ from returns.result import Failure, Result
 
 from treadle.adapters.http_model.anthropic_reader import AnthropicReader
 from treadle.adapters.http_model.assistant_parts import assistant_parts
-from treadle.adapters.http_model.endpoint import HttpModel, ModelOptions
-from treadle.adapters.http_model.exchange import Post
+from treadle.adapters.http_model.endpoint import HttpModel, ModelOptions, Post
 from treadle.adapters.http_model.server_facts import ProbeTarget
 from treadle.adapters.http_model.wire_forms import (
     REJOIN,

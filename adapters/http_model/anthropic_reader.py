@@ -31,7 +31,7 @@ from typing import Literal
 
 from returns.result import Failure, Success
 
-from treadle.adapters.http_model.exchange import StreamItem
+from treadle.adapters.http_model.endpoint import StreamItem
 from treadle.adapters.http_model.payload import (
     JsonObject,
     count,

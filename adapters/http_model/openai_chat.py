@@ -19,8 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from treadle.adapters.http_model.endpoint import OPENAI_BASE_URL, ModelOptions, OpenAIModel
-from treadle.adapters.http_model.exchange import Post
+from treadle.adapters.http_model.endpoint import OPENAI_BASE_URL, ModelOptions, OpenAIModel, Post
 from treadle.adapters.http_model.openai_chat_reader import OpenAIChatReader
 from treadle.adapters.http_model.payload import decode
 from treadle.adapters.http_model.wire_forms import WireBytes, encoded, encoded_body

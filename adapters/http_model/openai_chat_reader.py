@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 
 from returns.result import Failure, Success
 
-from treadle.adapters.http_model.exchange import StreamItem
+from treadle.adapters.http_model.endpoint import StreamItem
 from treadle.adapters.http_model.payload import (
     JsonObject,
     count,

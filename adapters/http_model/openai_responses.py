@@ -19,8 +19,7 @@ import re
 from typing import Any
 
 from treadle.adapters.http_model.assistant_parts import assistant_parts
-from treadle.adapters.http_model.endpoint import ModelOptions, OpenAIModel
-from treadle.adapters.http_model.exchange import Post
+from treadle.adapters.http_model.endpoint import ModelOptions, OpenAIModel, Post
 from treadle.adapters.http_model.openai_chat import CONTINUE_PROMPT
 from treadle.adapters.http_model.openai_responses_reader import OpenAIResponsesReader
 from treadle.adapters.http_model.payload import decode

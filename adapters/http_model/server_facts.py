@@ -22,7 +22,7 @@ from typing import Any
 
 import httpx
 
-from treadle.adapters.http_model.exchange import ssl_context_for
+from treadle.adapters.http_model.transport import ssl_context_for
 from treadle.adapters.known_windows import known_window
 from treadle.domain.values.model import ContextWindow, ServerFacts
 from treadle.domain.values.notices import NoticeKind

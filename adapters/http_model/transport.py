@@ -1,6 +1,8 @@
 """The HTTP side every protocol shares: how an attempt connects (its timeouts and
-limits), what a failed connection means, and reading an error answer without ever
-handing back the key. The attempt itself, on a new connection, is :mod:`.exchange`'s.
+limits, its client, its TLS), what a failed connection or a broken stream means, and
+reading an error answer without ever handing back the key. The attempt itself, on a
+new connection, is :mod:`.endpoint`'s; what is here returns before the POST is sent,
+or says what went wrong.
 
 Example::
 
@@ -12,16 +14,21 @@ from __future__ import annotations
 
 import dataclasses
 import errno
+import functools
 import json
 import re
+import ssl
 from dataclasses import dataclass
 
 import httpx
 
 from treadle.adapters.context_refusals import context_refusal
+from treadle.adapters.http_model.body import BodyTooLarge, UnknownEncoding
+from treadle.adapters.http_model.sse import EventTooLong
 from treadle.domain.values.model import (
     CredentialsRejected,
     HttpStatusError,
+    MalformedStream,
     ModelError,
     TransportError,
     TransportKind,
@@ -218,3 +225,87 @@ def redact(text: str, secret: str | None) -> str:
     if secret and len(secret) >= _SHORTEST_SECRET:
         text = text.replace(secret, REDACTED)
     return _KEY_SHAPED.sub(REDACTED, text)
+
+
+def open_client(connection: Connection, url: httpx.URL) -> httpx.AsyncClient:
+    """A client of its own for one attempt, so the attempt opens a new TCP connection.
+
+    A pooled connection could be the very one that just failed; the seed asks for a
+    fresh one every time. No keep-alive either, so nothing outlives the attempt.
+    """
+    timeout = httpx.Timeout(connection.read_timeout, connect=connection.connect_timeout)
+    if connection.transport is not None:
+        return httpx.AsyncClient(transport=BorrowedTransport(connection.transport), timeout=timeout)
+    return httpx.AsyncClient(
+        timeout=timeout,
+        verify=ssl_context_for(url),
+        limits=httpx.Limits(max_keepalive_connections=0),
+    )
+
+
+def ssl_context_for(url: httpx.URL) -> ssl.SSLContext:
+    """The TLS settings for ``url``: the CA bundle for https://, none needed for http://."""
+    return _tls_context() if url.scheme == "https" else _plain_context()
+
+
+@functools.cache
+def _tls_context() -> ssl.SSLContext:
+    # Loading the CA bundle takes milliseconds; share the context, never the connection.
+    return httpx.create_ssl_context()
+
+
+@functools.cache
+def _plain_context() -> ssl.SSLContext:
+    """For a server at http://, which never needs TLS: loading the CA bundle there
+    would cost a fifth of a local session's start. It still verifies, against no
+    authority at all, so it could never accept a certificate."""
+    return ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+
+
+class BorrowedTransport(httpx.AsyncBaseTransport):
+    def __init__(self, inner: httpx.AsyncBaseTransport) -> None:
+        self._inner = inner
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        return await self._inner.handle_async_request(request)
+
+    async def aclose(self) -> None:
+        """Left to the lender: closing it here would break its next attempt."""
+
+
+def broken(
+    problem: Exception, connection: Connection, where: str, secret: str | None
+) -> ModelError:
+    """What a failure while the answer streamed means: a silence past the read timeout,
+    a broken connection, or a body past its limits."""
+    match problem:
+        case TimeoutError():
+            silence = f"nothing of the answer from {where} for {connection.read_timeout:g} s"
+            return TransportError("timeout", silence)
+        case httpx.HTTPError():
+            return transport_failure(problem, connection, where, secret)
+        case BodyTooLarge() | EventTooLong() | UnknownEncoding():
+            return past_limit(problem, where, connection.limits)
+    raise TypeError(problem)  # pragma: no cover - only the exceptions caught above
+
+
+def past_limit(
+    problem: BodyTooLarge | EventTooLong | UnknownEncoding, where: str, limits: StreamLimits
+) -> MalformedStream:
+    match problem:
+        case BodyTooLarge():
+            return MalformedStream(
+                f"{where} sent more than {_mib(limits.answer_bytes)} for one answer "
+                "(the limit is answer_limit)"
+            )
+        case EventTooLong():
+            return MalformedStream(
+                f"{where} sent an event longer than {_mib(limits.event_bytes)} "
+                "(the limit is event_limit)"
+            )
+        case UnknownEncoding():
+            return MalformedStream(f"{where} sent {problem}")
+
+
+def _mib(size: int) -> str:
+    return f"{size / (1 << 20):g} MiB"

@@ -11,7 +11,7 @@ from returns.result import Failure
 
 from treadle.adapters.http_model.anthropic import messages_request_body
 from treadle.adapters.http_model.anthropic_reader import AnthropicReader
-from treadle.adapters.http_model.exchange import EventReader
+from treadle.adapters.http_model.endpoint import EventReader
 from treadle.adapters.http_model.openai_chat import chat_request_body
 from treadle.adapters.http_model.openai_chat_reader import OpenAIChatReader
 from treadle.adapters.http_model.openai_responses import responses_request_body

@@ -10,7 +10,7 @@ import pytest
 from returns.result import Failure, Success
 
 from treadle.adapters.http_model.anthropic_reader import AnthropicReader
-from treadle.adapters.http_model.exchange import StreamItem
+from treadle.adapters.http_model.endpoint import StreamItem
 from treadle.adapters.http_model.openai_chat_reader import OpenAIChatReader
 from treadle.adapters.http_model.sse import SseEvent
 from treadle.domain.values.conversation import Reasoning, ToolCall, Usage

@@ -9,8 +9,7 @@ import json
 import pytest
 
 from treadle.adapters.http_model.anthropic import AnthropicModel
-from treadle.adapters.http_model.endpoint import OPENAI_BASE_URL, HttpModel, OpenAIModel
-from treadle.adapters.http_model.exchange import Post
+from treadle.adapters.http_model.endpoint import OPENAI_BASE_URL, HttpModel, OpenAIModel, Post
 from treadle.adapters.http_model.openai_chat import OpenAIChatModel
 from treadle.adapters.http_model.openai_responses import OpenAIResponsesModel
 from treadle.domain.values.conversation import Message

@@ -24,7 +24,7 @@ from tests.adapters.http.test_http_readers import (
     text_delta,
 )
 from treadle.adapters.http_model.anthropic_reader import AnthropicReader
-from treadle.adapters.http_model.exchange import StreamItem
+from treadle.adapters.http_model.endpoint import StreamItem
 from treadle.adapters.http_model.openai_chat_reader import OpenAIChatReader
 from treadle.adapters.http_model.openai_responses_reader import OpenAIResponsesReader
 from treadle.adapters.http_model.sse import SseEvent
