@@ -29,10 +29,10 @@ from treadle.adapters.http_model.server_facts import ProbeTarget
 from treadle.adapters.http_model.wire_forms import (
     REJOIN,
     WireForms,
-    common_prefix,
     encoded,
     encoded_body,
     encoded_list,
+    follow,
 )
 from treadle.domain.rules.arguments import arguments_object
 from treadle.domain.values.conversation import Message, Reasoning
@@ -371,8 +371,10 @@ class WireMessages:
     def encoded(self, request: ModelRequest, *, thinking: bool, marked: int) -> list[bytes]:
         """The JSON of each message; ``marked``: the breakpoints already in the body."""
         after = [(role, tuple(map(_wire_block, b))) for role, b in _continued(request, thinking)]
-        turns = [*self._forms.of(request.messages), *after]
-        kept = bisect_left(self._starts, common_prefix(self._turns, turns))
+        forms = self._forms.of(request.messages)
+        shared = follow(self._turns, [*forms, *after] if after else forms)
+        turns = self._turns
+        kept = bisect_left(self._starts, shared)
         # The last message kept from before could take in the turns that follow it.
         kept = max(0, kept - 1)
         if kept < self._joined:
@@ -394,17 +396,22 @@ class WireMessages:
                 # Results must lead a user message; text the person added goes after them.
                 merged.sort(key=lambda block: block[0] != "tool_result")
             self._json.append(_message_json(role, [block[2] for block in merged]))
-        self._turns = turns
-        sent = self._marked(marked)
-        if len(sent) - self._joined > REJOIN + LOOSE:
-            self._joined = len(sent) - LOOSE
+        marks = self._marks(marked)
+        if len(self._json) - self._joined > REJOIN + LOOSE:
+            self._joined = len(self._json) - LOOSE
             self._prefix = b", ".join(self._json[: self._joined])
-        return [self._prefix, *sent[self._joined :]] if self._joined else sent
+        if marks and min(marks) < self._joined:  # a marker inside the prefix: none
+            self._joined, self._prefix = 0, b""
+        sent = self._json[self._joined :]  # the loose end: a few messages, not all
+        for number, form in marks.items():
+            sent[number - self._joined] = form
+        return [self._prefix, *sent] if self._joined else sent
 
-    def _marked(self, marked: int) -> list[bytes]:
-        """The messages' JSON with markers on the last two user messages (as
-        :func:`add_cache_breakpoints` puts them)."""
-        sent = self._json.copy()
+    def _marks(self, marked: int) -> dict[int, bytes]:
+        """The JSON of the last two user messages with their markers (as
+        :func:`add_cache_breakpoints` puts them), by their number; a joined prefix
+        one of them falls in is given up."""
+        sent: dict[int, bytes] = {}
         users = 0
         for number in range(len(self._merged) - 1, -1, -1):
             role, blocks = self._merged[number]

@@ -60,26 +60,63 @@ class WireForms(Generic[Form]):
         return self._lane(messages).forms
 
     def _lane(self, messages: Sequence[Message]) -> _Lane[Form]:
-        current = list(messages)
-        if not current:
+        if not messages:
             return _Lane([], [])
-        key = id(current[0])
-        old = self._lanes.pop(key, None) or _Lane([], [])
-        kept = common_prefix(old.messages, current)
-        forms = old.forms[:kept]
-        if kept < len(current):
-            known: dict[int, Form] = {}
-            if kept < len(old.messages):
-                known = {id(m): f for m, f in zip(old.messages, old.forms, strict=True)}
-            for message in current[kept:]:
-                form = known.get(id(message))
-                forms.append(self._make(message) if form is None else form)
-        lane = self._lanes[key] = _Lane(current, forms)
-        if old.joined <= kept:
-            lane.joined, lane.prefix = old.joined, old.prefix
+        key = id(messages[0])
+        lane = self._lanes.pop(key, None) or _Lane([], [])
+        self._lanes[key] = lane
         if len(self._lanes) > LANES:
             del self._lanes[next(iter(self._lanes))]  # the one used longest ago
+        size = len(lane.messages)
+        if _extends(lane.messages, messages):  # the usual case: new messages at the end
+            lane.forms += map(self._make, lane.messages[size:])
+            return lane
+        old, forms = lane.messages, lane.forms
+        lane.messages = list(messages)
+        kept = common_prefix(old, lane.messages)
+        lane.forms = forms[:kept]
+        if kept < len(old):
+            # A message changed (a pruned result, a compaction): past it, each message
+            # is looked up by identity among the last request's.
+            known = {id(m): f for m, f in zip(old, forms, strict=True)}
+            for message in lane.messages[kept:]:
+                form = known.get(id(message))
+                lane.forms.append(self._make(message) if form is None else form)
+        else:
+            lane.forms += map(self._make, lane.messages[kept:])
+        if lane.joined > kept:
+            lane.joined, lane.prefix = 0, b""
         return lane
+
+
+def _extends(own: list[Any], new: Sequence[Any]) -> bool:
+    """Whether ``new`` is a list that extends ``own``; if so, ``own`` takes the new
+    items (and only then). Touches only those: one list comparison checks the rest
+    by identity, at C speed, never looking inside an item that is the same object."""
+    size = len(own)
+    if type(new) is not list or len(new) < size:
+        return False
+    own += new[size:]
+    if own == new:
+        return True
+    del own[size:]
+    return False
+
+
+def follow(own: list[T], new: Sequence[T]) -> int:
+    """Make ``own`` a copy of ``new`` in place; how many leading items it kept.
+
+    The usual case, ``new`` a list that extends ``own``, touches only the new items
+    (:func:`_extends`). Copying or slicing the whole of either list instead would
+    touch every message of a long turn at every request, scattered in memory: most of
+    what a request of a 4,000-message turn spent."""
+    size = len(own)
+    if _extends(own, new):
+        return size
+    current = list(new)
+    kept = common_prefix(own, current)
+    own[kept:] = current[kept:]
+    return kept
 
 
 REJOIN = 64
