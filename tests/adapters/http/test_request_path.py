@@ -32,7 +32,7 @@ PATH_OF = {
     "anthropic": "adapters/http_model/anthropic.py",
 }
 
-PROGRAM = r'''
+PROGRAM = r"""
 import http.server, json, socket, sys, threading, traceback
 
 ANSWERS = {
@@ -120,7 +120,7 @@ try:
 except SystemExit as done:
     assert done.code == 0, done.code
 print(json.dumps(stacks))
-'''
+"""
 
 
 def _treadle_files(stack: list[str]) -> list[str]:
