@@ -21,17 +21,13 @@ from collections.abc import Callable
 from typing import Any
 
 from treadle.adapters.blessed_terminal.line_editor import Key
-from treadle.domain.rules.keys import LeaveNow, Mode, route
+from treadle.domain.rules.keys import PASTE_GAP, LeaveNow, Mode, enter_is_pasted, route
 
 # blessed waits 0.35 s after a bare Esc for the rest of an escape sequence; the
 # bytes of a real sequence arrive together, so 50 ms tells them apart.
 ESC_DELAY = 0.05
 # How often the reading thread looks up to see whether it should end.
 POLL = 0.05
-# An Enter with another key this close behind it is a line break inside a paste, not
-# a person submitting: the bytes of a paste are all there at once, however the event
-# loop and this thread take turns, and nobody types that fast after an Enter.
-PASTE_GAP = 0.03
 
 _NAMED_KEYS = {
     "KEY_ENTER": Key.ENTER,
@@ -65,13 +61,6 @@ def key_name(keystroke: Any) -> str:
         return name
     text = str(keystroke)
     return text if len(text) == 1 and text.isprintable() else ""
-
-
-def _pasted(key: str) -> bool:
-    """Whether ``key``, right behind an Enter, is more of a paste rather than a key a
-    person presses the moment they submit: Esc, Ctrl-C or Ctrl-D stop what they asked
-    for, and must not turn their Enter into a line break."""
-    return key not in (Key.ESC, Key.CTRL_C, Key.CTRL_D)
 
 
 def signal_free_cbreak(mode: list[Any]) -> list[Any]:
@@ -185,12 +174,12 @@ class Keyboard:
             key = key_name(keystroke) if keystroke else ""
             if not key:
                 continue
-            if key == Key.ENTER:
+            if key == Key.ENTER:  # a person's, or a line break of a paste (the router's rule)
                 try:
                     ahead = self._term.inkey(timeout=PASTE_GAP, esc_delay=ESC_DELAY) or None
                 except (EOFError, OSError):
                     ahead = None
-                if ahead is not None and _pasted(key_name(ahead)):
+                if enter_is_pasted(key_name(ahead) if ahead is not None else None):
                     key = Key.NEWLINE
             if key == Key.CTRL_C:
                 now = time.monotonic()

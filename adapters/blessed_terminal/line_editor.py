@@ -39,7 +39,7 @@ class Key:
     HOME: Final = "<home>"
     END: Final = "<end>"
     CTRL_C: Final = keys.CTRL_C
-    CTRL_D: Final = "<ctrl-d>"
+    CTRL_D: Final = keys.CTRL_D
     CTRL_K: Final = "<ctrl-k>"
     CTRL_O: Final = keys.CTRL_O
     """Shows the model's reasoning in full (the display's key; no editing)."""

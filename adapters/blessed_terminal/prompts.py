@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import math
 import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
@@ -43,10 +42,6 @@ VIEW_HINT = "press v to see all of it"
 MAX_QUEUED = 20
 """Lines that can wait to be sent after the turn; Enter on one more does nothing."""
 QUEUED = "queued › "
-TYPING_ON = 0.5
-"""Seconds after a key typed ahead (during a turn) within which the next key is still
-part of that line, also when an approval appeared meanwhile: the person typing has not
-read it yet, and the ``a`` of "and" would allow a command for the whole session."""
 
 
 def folded(subject: str) -> tuple[list[str], bool]:
@@ -129,8 +124,7 @@ class Prompts:
         self._task_editor = LineEditor()
         self._questions = 0  # questions waiting for the person now
         self.clock: Callable[[], float] = time.monotonic
-        """The display's clock, for :data:`TYPING_ON`."""
-        self._typed_at = -math.inf  # when a key was last typed ahead
+        """The display's clock, for the sub-agents' times while the person is asked."""
         self._leave_ahead = False  # Ctrl-D typed ahead on an empty line
         self._expand_after_question = False
 
@@ -148,21 +142,18 @@ class Prompts:
 
     def deliver(self, key: str) -> None:
         """A key for the prompt being read: a line's editor takes it at once, a choice
-        reads it from the queue. A key typed on in the flow of a line typed ahead is that
-        line's, though a question appeared (see :data:`TYPING_ON`)."""
-        if self._questions and self.clock() - self._typed_at < TYPING_ON:
-            self.queue(key)
-        elif self._line is not None:
+        reads it from the queue."""
+        if self._line is not None:
             self._press(self._line, key)
         else:
             self._keys.put_nowait(key)
 
     def queue(self, key: str) -> None:
-        """A key typed while no prompt is read (a turn runs): it edits the next prompt's
-        line, shown as it is typed; Enter queues the line to be sent once the turn
-        ended, and Up on an empty line takes the last one queued back to edit."""
+        """A key typed while no prompt is read (a turn runs), or on in the flow of such a
+        line as a question appeared (the router's :data:`~treadle.domain.rules.keys.TYPING_ON`):
+        it edits the next prompt's line, shown as it is typed; Enter queues the line to be
+        sent once the turn ended, and Up on an empty line takes the last one queued back."""
         editor = self._task_editor
-        self._typed_at = self.clock()
         # Ctrl-D on an empty line typed ahead leaves once the turn has ended, as a
         # shell's typeahead does; a key typed after it takes that back.
         self._leave_ahead = key == Key.CTRL_D and not editor.text and not self.queued

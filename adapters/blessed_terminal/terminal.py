@@ -145,6 +145,7 @@ class BlessedTerminal:
         self._now = now
         self._leave_now_after = leave_now if leave_now is not None else LeaveNow()
         self.ctrl_c = ctrl_c if ctrl_c is not None else CtrlC()
+        self._typed_ahead_at: float | None = None  # when route last said Queue
         self._interrupt: Callable[[], None] | None = None
         self._held_notes: list[str] = []
         self._drew_pending = False  # the live block shows an unfinished line of the answer
@@ -316,11 +317,15 @@ class BlessedTerminal:
 
     def press(self, key: str) -> None:
         """A key the person pressed (on the event loop, from the keyboard): routed."""
-        self.ctrl_c.last, action = route(self._mode(), key, self.ctrl_c.last, self._now())
+        now = self._now()
+        self.ctrl_c.last, action = route(
+            self._mode(), key, self.ctrl_c.last, now, typed_ahead_at=self._typed_ahead_at
+        )
         match action:
             case keys.Deliver(key):
                 self.prompts.deliver(key)
             case keys.Queue(text):
+                self._typed_ahead_at = now
                 self.prompts.queue(text)
             case keys.Stop():
                 self._stop()

@@ -7,6 +7,14 @@ stop the running turn, leave at once, or show the model's reasoning. Nothing els
 in treadle judges a key or a second Ctrl-C; a SIGINT is judged as a Ctrl-C during a
 turn.
 
+A question that appears while the person is typing ahead (the keys typed during a
+turn edit the next prompt's line) is not theirs yet: until :data:`TYPING_ON` after the
+last key typed ahead, the keys go on to that line, not to the question (the ``a`` of
+"and" would allow a command for the whole session). The terminal says when it last
+queued a key (``typed_ahead_at``): the time of the last :class:`Queue` it was given.
+And an Enter with another key right behind it is a line break inside a paste, not a
+person submitting (:func:`enter_is_pasted`).
+
 The second-Ctrl-C rule (:mod:`~treadle.domain.rules.interrupts`) holds wherever the
 Ctrl-C lands, with one exception: a Ctrl-C that clears a typed line does only that,
 and is forgotten.
@@ -19,6 +27,8 @@ Example::
     (None, LeaveNow())
     >>> route(Mode.TURN, "x", None, 12.0)
     (None, Queue(text='x'))
+    >>> route(Mode.QUESTION, "a", None, 12.2, typed_ahead_at=12.0)
+    (None, Queue(text='a'))
 """
 
 from __future__ import annotations
@@ -34,6 +44,17 @@ from treadle.domain.rules.interrupts import is_second_interrupt
 ESC: Final = "<esc>"
 CTRL_C: Final = "<ctrl-c>"
 CTRL_O: Final = "<ctrl-o>"
+CTRL_D: Final = "<ctrl-d>"
+
+TYPING_ON: Final = 0.5
+"""Seconds after a key typed ahead (during a turn) within which the next key is still
+part of that line, also when a question or an approval appeared meanwhile: the person
+typing has not read it yet."""
+
+PASTE_GAP: Final = 0.03
+"""Seconds within which a key right behind an Enter makes it a line break of a paste: the
+bytes of a paste are all there at once, however the event loop and the keyboard's thread
+take turns, and nobody types that fast after an Enter."""
 
 
 class Mode(Enum):
@@ -56,8 +77,10 @@ class Deliver:
 
 @dataclass(frozen=True, slots=True)
 class Queue:
-    """Give the key to the next prompt's line, typed ahead while no prompt is read: it
-    shows as it is edited, and Enter queues it to be sent when the turn ends."""
+    """Give the key to the next prompt's line, typed ahead while no prompt is read (or
+    while a question appeared as the person typed): it shows as it is edited, and Enter
+    queues it to be sent when the turn ends. The terminal notes when it queued the key:
+    that is the ``typed_ahead_at`` it passes to :func:`route` next."""
 
     text: str
 
@@ -89,24 +112,56 @@ Action = Deliver | Queue | Stop | LeaveNow | Expand | Ignore
 
 _PROMPTS = (Mode.EMPTY_PROMPT, Mode.PROMPT, Mode.QUESTION, Mode.ASIDE)
 _STOPPABLE = (Mode.TURN, Mode.QUESTION, Mode.ASIDE)
+_ASKED = (Mode.QUESTION, Mode.ASIDE)
 
 
 def route(
-    mode: Mode, key: str, last_ctrl_c: float | None, now: float
+    mode: Mode,
+    key: str,
+    last_ctrl_c: float | None,
+    now: float,
+    *,
+    typed_ahead_at: float | None = None,
 ) -> tuple[float | None, Action]:
     """The memory of the last Ctrl-C after ``key`` came at ``now`` in ``mode``, and what
-    the key does."""
+    the key does; ``typed_ahead_at`` is when a key was last typed ahead (queued)."""
     if key == CTRL_C:
         return _ctrl_c(mode, key, last_ctrl_c, now)
     if key == ESC:
         if mode is Mode.ASIDE:  # the line's own: a plain no, the turn goes on
-            return last_ctrl_c, Deliver(key)
+            return last_ctrl_c, _typed(mode, key, now, typed_ahead_at)
         if mode in _STOPPABLE:
             return last_ctrl_c, Stop()
         return last_ctrl_c, Deliver(key) if mode in _PROMPTS else Ignore()
     if key == CTRL_O:  # at any moment, but never inside a question
-        return last_ctrl_c, Expand(after_answer=mode in (Mode.QUESTION, Mode.ASIDE))
-    return last_ctrl_c, Deliver(key) if mode in _PROMPTS else Queue(key)
+        return last_ctrl_c, Expand(after_answer=mode in _ASKED)
+    return last_ctrl_c, _typed(mode, key, now, typed_ahead_at)
+
+
+def typing_on(typed_ahead_at: float | None, now: float) -> bool:
+    """Whether a key at ``now`` is still part of the line typed ahead at ``typed_ahead_at``.
+
+    Example: ``typing_on(12.0, 12.4)`` is True, ``typing_on(12.0, 12.5)`` False.
+    """
+    return typed_ahead_at is not None and 0.0 <= now - typed_ahead_at < TYPING_ON
+
+
+def enter_is_pasted(following: str | None) -> bool:
+    """Whether an Enter with ``following`` read right behind it (within
+    :data:`PASTE_GAP`; None: no key came) is a line break inside a paste. Esc, Ctrl-C or
+    Ctrl-D stop what the person asked for, and must not turn their Enter into a break.
+
+    Example: ``enter_is_pasted("b")`` is True, ``enter_is_pasted(ESC)`` False.
+    """
+    return following is not None and following not in (ESC, CTRL_C, CTRL_D)
+
+
+def _typed(mode: Mode, key: str, now: float, typed_ahead_at: float | None) -> Action:
+    if mode not in _PROMPTS:
+        return Queue(key)
+    if mode in _ASKED and typing_on(typed_ahead_at, now):  # not read yet: no answer
+        return Queue(key)
+    return Deliver(key)
 
 
 def _ctrl_c(

@@ -8,8 +8,10 @@ import pytest
 from treadle.domain.rules.interrupts import SECOND_INTERRUPT_WINDOW
 from treadle.domain.rules.keys import (
     CTRL_C,
+    CTRL_D,
     CTRL_O,
     ESC,
+    TYPING_ON,
     Deliver,
     Expand,
     Ignore,
@@ -17,11 +19,12 @@ from treadle.domain.rules.keys import (
     Mode,
     Queue,
     Stop,
+    enter_is_pasted,
     route,
+    typing_on,
 )
 
 ENTER = "<enter>"
-CTRL_D = "<ctrl-d>"
 
 
 # The idle prompt: keys are typing ------------------------------------------------
@@ -143,7 +146,7 @@ def test_between_turns_esc_does_nothing_and_typed_keys_wait_for_the_prompt() -> 
 def test_the_router_spells_its_keys_as_the_line_editor_does() -> None:
     from treadle.adapters.blessed_terminal.line_editor import Key
 
-    assert (Key.ESC, Key.CTRL_C, Key.CTRL_O) == (ESC, CTRL_C, CTRL_O)
+    assert (Key.ESC, Key.CTRL_C, Key.CTRL_O, Key.CTRL_D) == (ESC, CTRL_C, CTRL_O, CTRL_D)
 
 
 # The words of a no, typed inside an approval -------------------------------------
@@ -158,3 +161,65 @@ def test_a_ctrl_c_while_the_words_of_a_no_are_typed_stops_as_in_the_question() -
     assert route(Mode.ASIDE, CTRL_C, None, 50.0) == (50.0, Stop())
     assert route(Mode.ASIDE, CTRL_C, 50.0, 50.5) == (None, LeaveNow())
     assert route(Mode.ASIDE, CTRL_O, None, 50.0) == (None, Expand(after_answer=True))
+
+
+# A question that appears while the person types ahead ---------------------------
+
+
+@pytest.mark.parametrize("key", ["a", "y", ENTER, CTRL_D])
+@pytest.mark.parametrize("mode", [Mode.QUESTION, Mode.ASIDE])
+def test_a_key_typed_on_as_a_question_appears_goes_to_the_line_typed_ahead(
+    mode: Mode, key: str
+) -> None:
+    # The "a" of "and" is no "always allow": the person has not read the question yet.
+    assert route(mode, key, None, 10.3, typed_ahead_at=10.0) == (None, Queue(key))
+
+
+def test_after_a_pause_of_the_typing_on_window_keys_answer_the_question() -> None:
+    later = 10.0 + TYPING_ON
+    assert route(Mode.QUESTION, "y", None, later, typed_ahead_at=10.0) == (None, Deliver("y"))
+
+
+def test_each_key_typed_on_keeps_the_person_typing() -> None:
+    typed_at, now = 10.0, 10.0
+    for _ in range(5):  # a key every 0.4 s: never a pause long enough to read
+        now += 0.4
+        _, action = route(Mode.QUESTION, "x", None, now, typed_ahead_at=typed_at)
+        assert action == Queue("x")
+        typed_at = now  # the terminal notes each Queue
+    assert route(Mode.QUESTION, "y", None, now + TYPING_ON, typed_ahead_at=typed_at)[1] == (
+        Deliver("y")
+    )
+
+
+def test_esc_and_ctrl_c_stop_the_turn_even_while_the_person_types_on() -> None:
+    assert route(Mode.QUESTION, ESC, None, 10.1, typed_ahead_at=10.0) == (None, Stop())
+    assert route(Mode.QUESTION, CTRL_C, None, 10.1, typed_ahead_at=10.0) == (10.1, Stop())
+    assert route(Mode.QUESTION, CTRL_O, None, 10.1, typed_ahead_at=10.0)[1] == Expand(True)
+
+
+@pytest.mark.parametrize("mode", [Mode.EMPTY_PROMPT, Mode.PROMPT])
+def test_typing_on_does_not_concern_the_task_prompt(mode: Mode) -> None:
+    assert route(mode, "a", None, 10.1, typed_ahead_at=10.0) == (None, Deliver("a"))
+
+
+def test_typing_on_lasts_the_window_and_a_clock_that_went_back_is_no_typing() -> None:
+    assert typing_on(10.0, 10.0) and typing_on(10.0, 10.0 + TYPING_ON - 0.01)
+    assert not typing_on(10.0, 10.0 + TYPING_ON)
+    assert not typing_on(10.0, 9.0)
+    assert not typing_on(None, 10.0)
+
+
+# A paste ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("following", ["b", " ", ENTER, "<up>", ""])
+def test_an_enter_with_a_key_right_behind_it_is_a_line_break_of_a_paste(following: str) -> None:
+    assert enter_is_pasted(following)
+
+
+@pytest.mark.parametrize("following", [None, ESC, CTRL_C, CTRL_D])
+def test_an_enter_alone_or_followed_by_a_stopping_key_is_the_persons(
+    following: str | None,
+) -> None:
+    assert not enter_is_pasted(following)
