@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from functools import cache
+from functools import cache, lru_cache
 from typing import Any
 
 from treadle.adapters.blessed_terminal.screen import cell_width
@@ -251,6 +251,14 @@ def _parser() -> Any:
     return MarkdownIt("commonmark").enable("strikethrough")
 
 
+@lru_cache(maxsize=1024)
+def _parsed(text: str) -> Any:
+    """markdown-it's inline tokens for ``text``: a pure function of it, kept for the
+    lines an answer repeats (list markers, table rows, the same sentence again);
+    the tokens are only read."""
+    return _parser().parseInline(text)
+
+
 _MARKS = "*_`[<&\\~"
 """The characters inline markup starts with: a text without them is plain."""
 
@@ -259,7 +267,7 @@ def _inline(text: str, s: MarkdownStyles) -> list[Span]:
     """``text``'s inline markup as spans of text, each with its style."""
     if not any(mark in text for mark in _MARKS):
         return [(text, _plain)]
-    tokens = _parser().parseInline(text)
+    tokens = _parsed(text)
     spans: list[Span] = []
     bold = italic = strike = 0
     link = ""
@@ -479,7 +487,10 @@ def _formatter() -> Any:
     return TerminalFormatter()
 
 
+@lru_cache(maxsize=1024)
 def _highlighted(line: str, lexer: Any) -> str:
+    """``line`` highlighted by ``lexer`` (line by line, as a fence streams in); a pure
+    function of the two, so a line a fence repeats is lexed once."""
     from pygments import highlight
 
     return str(highlight(line, lexer, _formatter())).rstrip("\n")

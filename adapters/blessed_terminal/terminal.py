@@ -128,8 +128,8 @@ class BlessedTerminal:
         self._out = self.term.stream
         self.screen = Screen(
             self._out,
-            lambda: int(self.term.width),
-            lambda: int(self.term.height),
+            lambda: _window_size(self.term)[0],
+            lambda: _window_size(self.term)[1],
             live=can_move_cursor() if live is None else live,
         )
         self.view = TurnView(self.styles)
@@ -557,3 +557,19 @@ def _response(event: ResponseReceived, terminal: BlessedTerminal, now: float) ->
         lines = terminal.answer.finish() + terminal._held_notes + lines
         terminal._held_notes = []
     terminal._write_log(lines, now)
+
+
+def _window_size(term: Any) -> tuple[int, int]:
+    """The window's (columns, rows): one ``ioctl`` on the terminal's descriptor, as
+    blessed's ``width``/``height`` would (asked per streamed line, its own lookup cost
+    as much as rendering the line); blessed's answer where it has no descriptor or
+    holds a size from an in-band resize report."""
+    fd = getattr(term, "_init_descriptor", None)
+    if fd is not None and getattr(term, "_preferred_size_cache", None) is None:
+        try:
+            size = os.get_terminal_size(fd)
+        except (OSError, ValueError, TypeError):
+            pass
+        else:
+            return size.columns, size.lines
+    return int(term.width), int(term.height)
