@@ -68,14 +68,32 @@ def _pair(folder: Path, env: dict[str, str], pause: float) -> float:
     return statistics.median(runs)
 
 
-def _ray_alone(env: dict[str, str], folder: Path) -> float:
+def _ray_alone(env: dict[str, str], folder: Path) -> dict[str, float]:
+    """The private instance's phases with no turn: start (``ray.init`` and what it
+    waits for), the first two tasks (workers ready), stop; and the whole process."""
     code = (
+        "import time\n"
         "from treadle.adapters.batch.ray_instance import LocalRayInstance\n"
         f"instance = LocalRayInstance({WORKERS})\n"
+        "began = time.perf_counter()\n"
         "assert instance.start().unwrap() is None\n"
+        "import ray\n"
+        "started = time.perf_counter()\n"
+        "task = ray.remote(num_cpus=1)(lambda: None)\n"
+        f"ray.get([task.remote() for _ in range({WORKERS})])\n"
+        "ran = time.perf_counter()\n"
         "instance.stop()\n"
+        "print(started - began, ran - started, time.perf_counter() - ran)\n"
     )
-    return _timed([sys.executable, "-c", code], env, folder)
+    began = time.perf_counter()
+    done = subprocess.run(
+        [sys.executable, "-c", code], env=env, cwd=folder, capture_output=True, text=True
+    )
+    whole = time.perf_counter() - began
+    if done.returncode != 0:
+        raise RuntimeError(f"Ray alone exited {done.returncode}: {done.stderr[-800:]}")
+    start, first, stop = (float(word) for word in done.stdout.split()[-3:])
+    return {"ray alone": whole, "ray start": start, "ray first tasks": first, "ray stop": stop}
 
 
 def measure(engines: Sequence[str]) -> dict[str, float]:
@@ -105,7 +123,7 @@ def measure(engines: Sequence[str]) -> dict[str, float]:
                 runs.append(_timed(command, env, folder))
             figures[engine] = statistics.median(runs)
         if "ray" in engines:
-            figures["ray alone"] = _ray_alone(env, folder)
+            figures.update(_ray_alone(env, folder))
     return figures
 
 
@@ -129,7 +147,13 @@ def run() -> list[str]:
         wall, target = figures[engine], TARGETS[engine] * ideal
         verdict = "ok" if wall <= target else "MISSED"
         extra = (
-            f"; Ray's start and stop alone {figures['ray alone']:.2f} s" if engine == "ray" else ""
+            (
+                f"; Ray alone {figures['ray alone']:.2f} s (start {figures['ray start']:.2f}, "
+                f"first {WORKERS} tasks {figures['ray first tasks']:.2f}, "
+                f"stop {figures['ray stop']:.2f})"
+            )
+            if engine == "ray"
+            else ""
         )
         lines.append(
             f"batch: --engine {engine} {wall:.2f} s = {wall / ideal:.2f}x ideal, "
